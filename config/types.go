@@ -1,0 +1,126 @@
+// Package config loads, expands and validates pacer's YAML configuration.
+//
+// Load returns either a fully resolved *Config (defaults applied to every
+// source, relative paths made absolute, ${VAR} expanded, schedules parsed)
+// or a Problems error that lists every problem found, each prefixed with the
+// path of the offending key ("sources[3].schedule: ...").
+package config
+
+import (
+	"time"
+)
+
+// Config is the resolved configuration. Nothing in it needs further
+// defaulting: every Source carries its effective settings.
+type Config struct {
+	// Path is the absolute path of the file that was loaded.
+	Path string
+	// Store is an absolute SQLite file path or a postgres:// URL.
+	Store           string
+	Concurrency     int
+	ShutdownTimeout time.Duration
+	Admin           Admin
+	Log             Log
+	History         History
+	// Limits maps a group name to its limits.
+	Limits  map[string]Limit
+	Sources []Source
+	// Secrets lists every value that must never be shown: values that came
+	// from ${VAR} expansion and every header value. The admin token is added
+	// by whoever reads the token file (see Redactor).
+	Secrets []string
+}
+
+// Admin configures the admin HTTP API.
+type Admin struct {
+	// Listen is host:port, or "" to disable the API.
+	Listen string
+	// TokenFile is an absolute path, or "" for no token.
+	TokenFile string
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string // debug | info | warn | error
+	Format string // text | json
+}
+
+// History configures poll history retention.
+type History struct {
+	Keep int // poll records kept per source, >= 1
+}
+
+// Limit is a named group of sources sharing a concurrency cap and a start rate.
+type Limit struct {
+	// Concurrency caps the group's polls in flight; 0 means no cap.
+	Concurrency int
+	// Rate is starts per second; 0 means no rate limit.
+	Rate float64
+	// Burst is the token bucket size; defaults to 1.
+	Burst int
+}
+
+// Backoff is the exponential backoff policy of rule 3.4.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64 // fraction, +/-; 0 <= Jitter < 1
+}
+
+// Breaker is the circuit breaker policy of rule 3.6.
+type Breaker struct {
+	Failures int // consecutive failures that open it; 0 disables the breaker
+	Cooldown time.Duration
+}
+
+// Source is one source with its effective (defaulted, expanded) settings.
+type Source struct {
+	Name string
+	Type string // "http" | "exec"
+
+	// ScheduleSpec is the schedule as written (shown in status).
+	ScheduleSpec string
+	// Schedule is the parsed schedule. For "@every D" it is an Every value
+	// (so the scheduler can give it a phase); otherwise a robfig/cron Schedule.
+	Schedule Schedule
+
+	Timeout    time.Duration
+	Backoff    Backoff
+	Breaker    Breaker
+	ErrorAfter int    // 0 = never enter the error state
+	Limit      string // "" or a key of Config.Limits
+
+	// http
+	URL          string
+	Method       string
+	Headers      map[string]string
+	Body         string
+	ExpectStatus []int // empty = any 2xx
+	MaxBody      int64
+
+	// exec
+	Command []string // Command[0] resolved: absolute, or as found in PATH
+	Env     map[string]string
+	Dir     string // absolute, or "" for the config file's directory
+
+	// Fingerprint is a hex digest of every effective field above (after
+	// expansion). A stored state whose fingerprint differs belongs to a
+	// changed configuration. It never reveals a secret.
+	Fingerprint string
+}
+
+// Schedule yields the next activation time strictly after t.
+// It is satisfied by robfig/cron/v3's cron.Schedule.
+type Schedule interface {
+	Next(t time.Time) time.Time
+}
+
+// Every is the schedule "@every D": activations D apart. Next(t) returns
+// t+D; the scheduler anchors Every schedules to a per-source phase instead.
+type Every struct {
+	D time.Duration
+}
+
+// Next returns t + D.
+func (e Every) Next(t time.Time) time.Time { return t.Add(e.D) }

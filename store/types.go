@@ -1,0 +1,76 @@
+// Package store persists source state and poll history through gorm.
+//
+// Only this package imports gorm. It knows nothing about scheduling: the
+// scheduler hands it snapshots and reads them back at start-up.
+package store
+
+import "time"
+
+// Outcomes of a poll, as recorded in history.
+const (
+	OutcomeSuccess     = "success"
+	OutcomeFailure     = "failure"
+	OutcomeThrottled   = "throttled"
+	OutcomeInterrupted = "interrupted"
+)
+
+// Breaker states as persisted.
+const (
+	BreakerClosed   = "closed"
+	BreakerOpen     = "open"
+	BreakerHalfOpen = "half-open"
+)
+
+// SourceState is the durable state of one source (rule 3.8). The zero value
+// (apart from Name) is a source that was never polled.
+type SourceState struct {
+	Name        string `gorm:"primaryKey;size:255"`
+	Fingerprint string `gorm:"size:64"`
+
+	ConsecutiveFailures  int
+	ConsecutiveThrottles int
+	// NextRunAt is when the source may next be polled; nil in error and paused.
+	NextRunAt      *time.Time
+	LastRunAt      *time.Time
+	LastSuccessAt  *time.Time
+	LastError      string
+	LastOutcome    string `gorm:"size:16"`
+	BreakerState   string `gorm:"size:16"` // BreakerClosed, BreakerOpen or BreakerHalfOpen; "" = closed
+	BreakerUntil   *time.Time
+	ErrorReason    string // non-empty = the source is in the error state
+	Paused         bool
+	PausedReason   string
+	PollsTotal     int64
+	FailuresTotal  int64
+	ThrottledTotal int64
+	UpdatedAt      time.Time
+}
+
+// PollRecord is one entry of a source's poll history.
+type PollRecord struct {
+	ID         uint64    `gorm:"primaryKey;autoIncrement" json:"-"`
+	Source     string    `gorm:"size:255;index:idx_poll_source_started,priority:1" json:"-"`
+	StartedAt  time.Time `gorm:"index:idx_poll_source_started,priority:2" json:"started_at"`
+	DurationMs int64     `json:"duration_ms"`
+	Outcome    string    `gorm:"size:16" json:"outcome"`
+	Error      string    `json:"error"`
+	StatusCode *int      `json:"status_code,omitempty"`
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	Bytes      int64     `json:"bytes"`
+}
+
+// Command is a request from the CLI to a running daemon (reset, pause,
+// resume, trigger), delivered through the store so that it works with the
+// admin API disabled. The daemon marks it done with a result.
+type Command struct {
+	ID        uint64 `gorm:"primaryKey;autoIncrement"`
+	Source    string `gorm:"size:255"`
+	Action    string `gorm:"size:16"` // reset | pause | resume | trigger
+	Reason    string
+	CreatedAt time.Time
+	DoneAt    *time.Time
+	// Result is "" on success, else the error text shown to the user.
+	Result string
+	// Code classifies a failed result: "not_found", "conflict" or "".
+	Code string `gorm:"size:16"`
+}
