@@ -29,6 +29,10 @@ type Config struct {
 	// from ${VAR} expansion and every header value. The admin token is added
 	// by whoever reads the token file (see Redactor).
 	Secrets []string
+
+	// byName indexes Sources by name (set by Load; Source falls back to a
+	// scan when it is missing or stale).
+	byName map[string]int
 }
 
 // Admin configures the admin HTTP API.

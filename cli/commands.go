@@ -1,0 +1,348 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// commandWait is how long the CLI waits for a running daemon to apply a
+// command it queued in the store.
+const commandWait = 5 * time.Second
+
+func cmdStatus(args []string, env Env) error {
+	f := newFlags("status", env)
+	asJSON := f.Bool("json", false, "print JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("status takes at most one NAME")
+	}
+	cfg, err := f.load(env)
+	if err != nil {
+		return err
+	}
+	var only *config.Source
+	if len(pos) == 1 {
+		src, ok := cfg.Source(pos[0])
+		if !ok {
+			return fmt.Errorf("unknown source %q", pos[0])
+		}
+		only = src
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	states, err := st.LoadStates(context.Background())
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]store.SourceState, len(states))
+	for _, s := range states {
+		byName[s.Name] = s
+	}
+	now := time.Now()
+	redact := cfg.Redactor().Redact
+	view := func(src *config.Source) scheduler.SourceObject {
+		s, ok := byName[src.Name]
+		if !ok {
+			s = store.SourceState{Name: src.Name}
+		}
+		return scheduler.View(src, &s, now, redact)
+	}
+	if only != nil {
+		o := view(only)
+		if *asJSON {
+			return printJSON(env.Stdout, o)
+		}
+		printStatusTable(env.Stdout, []scheduler.SourceObject{o}, now)
+		return nil
+	}
+	objs := make([]scheduler.SourceObject, 0, len(cfg.Sources))
+	for i := range cfg.Sources {
+		objs = append(objs, view(&cfg.Sources[i]))
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, objs)
+	}
+	printStatusTable(env.Stdout, objs, now)
+	return nil
+}
+
+// printStatusTable prints an aligned table a person can read at a glance.
+func printStatusTable(w io.Writer, objs []scheduler.SourceObject, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR")
+	for _, o := range objs {
+		next := "-"
+		if o.NextRunAt != nil {
+			next = relative(o.NextRunAt.Sub(now))
+		}
+		lastErr := o.LastError
+		if o.ErrorReason != "" {
+			lastErr = o.ErrorReason
+		} else if o.PausedReason != "" {
+			lastErr = "paused: " + o.PausedReason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, shorten(lastErr, 60))
+	}
+	_ = tw.Flush() // writing to a closed stdout: nothing to do
+}
+
+// relative renders a duration as "in 42s", "in 3m", or "now" (overdue).
+func relative(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("in %ds", int(d.Round(time.Second)/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("in %dd", int(d/(24*time.Hour)))
+}
+
+func shorten(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func cmdHistory(args []string, env Env) error {
+	f := newFlags("history", env)
+	n := f.Int("n", 20, "number of records")
+	asJSON := f.Bool("json", false, "print JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("history takes one NAME")
+	}
+	if *n < 1 {
+		return usagef("-n must be at least 1")
+	}
+	cfg, err := f.load(env)
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Source(pos[0]); !ok {
+		return fmt.Errorf("unknown source %q", pos[0])
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	recs, err := st.History(context.Background(), pos[0], *n)
+	if err != nil {
+		return err
+	}
+	redact := cfg.Redactor().Redact
+	for i := range recs {
+		recs[i].Error = redact(recs[i].Error)
+	}
+	if *asJSON {
+		if recs == nil {
+			recs = []store.PollRecord{}
+		}
+		return printJSON(env.Stdout, recs)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
+	for _, r := range recs {
+		code := "-"
+		if r.StatusCode != nil {
+			code = strconv.Itoa(*r.StatusCode)
+		} else if r.ExitCode != nil {
+			code = "exit " + strconv.Itoa(*r.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
+			r.DurationMs, code, r.Bytes, shorten(r.Error, 80))
+	}
+	_ = tw.Flush()
+	return nil
+}
+
+// cmdAction runs reset, pause, resume and trigger. With a daemon running
+// on the store, the command is queued in the store and applied by the
+// daemon (so the daemon never overwrites it); otherwise reset, pause and
+// resume change the store directly.
+func cmdAction(action string, args []string, env Env) error {
+	f := newFlags(action, env)
+	var allErrored *bool
+	var reason *string
+	if action == scheduler.ActionReset {
+		allErrored = f.Bool("all-errored", false, "reset every source in the error state")
+	}
+	if action == scheduler.ActionPause {
+		reason = f.String("reason", "", "why the source is paused")
+	}
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case allErrored != nil && *allErrored && len(pos) > 0:
+		return usagef("reset takes NAME... or -all-errored, not both")
+	case allErrored != nil && *allErrored:
+	case action == scheduler.ActionReset && len(pos) == 0:
+		return usagef("reset needs NAME... or -all-errored")
+	case action != scheduler.ActionReset && len(pos) != 1:
+		return usagef("%s takes one NAME", action)
+	}
+	cfg, err := f.load(env)
+	if err != nil {
+		return err
+	}
+	for _, name := range pos {
+		if _, ok := cfg.Source(name); !ok {
+			return fmt.Errorf("unknown source %q", name)
+		}
+	}
+	why := ""
+	if reason != nil {
+		why = *reason
+	}
+	ctx := context.Background()
+	pid, running, err := store.Holder(cfg.Store)
+	if err != nil {
+		return err
+	}
+	if !running && action == scheduler.ActionTrigger {
+		return fmt.Errorf("trigger needs a running daemon; none holds store %s", cfg.Redactor().Redact(cfg.Store))
+	}
+	var lock *store.Lock
+	if !running {
+		// Hold the daemon's lock while changing the store, so that a
+		// daemon starting meanwhile cannot load a half-applied change.
+		lock, err = store.AcquireLock(cfg.Store)
+		var le *store.LockedError
+		switch {
+		case errors.As(err, &le):
+			running, pid = true, le.PID
+		case err != nil:
+			return err
+		default:
+			defer lock.Release()
+		}
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if allErrored != nil && *allErrored {
+		states, err := st.LoadStates(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range states {
+			if _, ok := cfg.Source(s.Name); ok && s.ErrorReason != "" {
+				pos = append(pos, s.Name)
+			}
+		}
+		if len(pos) == 0 {
+			fmt.Fprintln(env.Stdout, "no source is in error")
+			return nil
+		}
+	}
+	for _, name := range pos {
+		if running {
+			err = viaDaemon(ctx, st, pid, action, name, why)
+		} else {
+			err = direct(ctx, st, cfg, action, name, why)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s: %s\n", name, pastTense(action))
+	}
+	return nil
+}
+
+func pastTense(action string) string {
+	switch action {
+	case scheduler.ActionReset:
+		return "reset"
+	case scheduler.ActionTrigger:
+		return "triggered"
+	}
+	return action + "d"
+}
+
+// viaDaemon queues the command for the running daemon and waits for it.
+func viaDaemon(ctx context.Context, st *store.Store, pid int, action, name, reason string) error {
+	c := &store.Command{Source: name, Action: action, Reason: reason}
+	if err := st.EnqueueCommand(ctx, c); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(commandWait)
+	for {
+		got, err := st.GetCommand(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		if got.DoneAt != nil {
+			if got.Result != "" {
+				return errors.New(got.Result)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the running daemon (pid %d) did not apply %s %s within %s", pid, action, name, commandWait)
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		<-t.C
+	}
+}
+
+// direct applies the command to the store of a stopped daemon.
+func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, name, reason string) error {
+	src, _ := cfg.Source(name)
+	cur, ok, err := st.GetState(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cur = store.SourceState{Name: name, Fingerprint: src.Fingerprint}
+	}
+	next, err := scheduler.ApplyAction(action, src, cur, reason, time.Now())
+	if err != nil {
+		return err
+	}
+	return st.SaveBatch(ctx, []store.SourceState{next}, nil, cfg.History.Keep)
+}
+
+func openStore(cfg *config.Config) (*store.Store, error) {
+	st, err := store.Open(cfg.Store, store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", cfg.Redactor().Redact(cfg.Store), err)
+	}
+	return st, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sys/unix"
+
+	"github.com/pacer-dev/pacer/admin"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/store"
+)
+
+func cmdRun(args []string, env Env) error {
+	f := newFlags("run", env)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("run takes no arguments")
+	}
+	cfg, err := f.load(env)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, env)
+	redact := cfg.Redactor()
+
+	lock, err := store.AcquireLock(cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	st, err := store.Open(cfg.Store, store.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", redact.Redact(cfg.Store), err)
+	}
+	defer st.Close()
+
+	token, err := readToken(cfg.Admin.TokenFile)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg})
+	if err != nil {
+		return err
+	}
+
+	var srv *http.Server
+	var ln net.Listener
+	if cfg.Admin.Listen != "" {
+		if err := checkListen(cfg.Admin.Listen, token); err != nil {
+			return err
+		}
+		ln, err = net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+		srv = &http.Server{
+			Handler:           admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}),
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+		}
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	if err := sched.Start(context.Background()); err != nil {
+		return err
+	}
+	if srv != nil {
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin server stopped", "err", err)
+			}
+		}()
+	}
+	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", cfg.Concurrency,
+		"store", redact.Redact(cfg.Store), "admin", cfg.Admin.Listen, "pid", os.Getpid())
+	notify("READY=1\nSTATUS=" + fmt.Sprintf("polling %d sources", len(cfg.Sources)))
+
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			reload(f, env, log, sched)
+			notify("READY=1")
+			continue
+		}
+		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+		notify("STOPPING=1")
+		break
+	}
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = srv.Shutdown(ctx) // best effort: clients of a stopping daemon may be cut off
+		cancel()
+	}
+	if err := sched.Shutdown(cfg.ShutdownTimeout); err != nil {
+		return err
+	}
+	log.Info("pacer stopped")
+	return nil
+}
+
+// reload re-reads the config; an invalid one is rejected with each problem
+// logged, and the old one stays in force (rule 3.11).
+func reload(f flags, env Env, log *slog.Logger, sched *scheduler.Scheduler) {
+	cfg, err := f.load(env)
+	if err != nil {
+		var ps config.Problems
+		if errors.As(err, &ps) {
+			for _, p := range ps {
+				log.Error("reload rejected: invalid config", "problem", p.String())
+			}
+		} else {
+			log.Error("reload rejected", "err", err)
+		}
+		return
+	}
+	if err := sched.Reload(context.Background(), cfg); err != nil {
+		log.Error("reload failed; old config stays in force", "err", err)
+	}
+}
+
+func newLogger(c config.Log, env Env) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(env.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(env.Stderr, opts))
+}
+
+// readToken reads the admin token file; surrounding white space is ignored.
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("admin.token_file: %w", err)
+	}
+	t := strings.TrimSpace(string(data))
+	if t == "" {
+		return "", fmt.Errorf("admin.token_file: %s is empty", path)
+	}
+	return t, nil
+}
+
+// checkListen refuses a non-loopback admin address without a token: the
+// API can pause and trigger sources.
+func checkListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	if token != "" || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("admin.listen: %s is not a loopback address; set admin.token_file to expose the API", addr)
+}
+
+// notify sends a systemd notification; without NOTIFY_SOCKET it does nothing.
+func notify(state string) {
+	_, _ = daemon.SdNotify(false, state) // best effort: systemd may be gone
+}
+
+// monotonicUsec is CLOCK_MONOTONIC in microseconds, for RELOADING=1.
+func monotonicUsec() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano() / 1000
+}

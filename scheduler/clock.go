@@ -1,0 +1,31 @@
+package scheduler
+
+import "time"
+
+// Clock is the scheduler's source of time. Tests run the real clock inside
+// a testing/synctest bubble, where time is fake and advances instantly, or
+// substitute their own.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer the scheduler uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer returns a time.Timer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }

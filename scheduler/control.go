@@ -1,0 +1,309 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// Sources returns every configured source, in configuration order.
+func (s *Scheduler) Sources() []SourceObject {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	out := make([]SourceObject, 0, len(s.cfg.Sources))
+	for i := range s.cfg.Sources {
+		if e := s.entries[s.cfg.Sources[i].Name]; e != nil {
+			out = append(out, View(e.src, &e.st, now, s.redact.Redact))
+		}
+	}
+	return out
+}
+
+// Source returns one source, or ErrNotFound.
+func (s *Scheduler) Source(name string) (SourceObject, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.entry(name)
+	if err != nil {
+		return SourceObject{}, err
+	}
+	return View(e.src, &e.st, s.clock.Now(), s.redact.Redact), nil
+}
+
+// entry returns the live entry of name. mu held.
+func (s *Scheduler) entry(name string) (*entry, error) {
+	e := s.entries[name]
+	if e == nil || e.removed {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return e, nil
+}
+
+// Reset clears a source's failures, breaker and error state; it is next
+// polled at its next tick. A poll in flight finishes first and the reset
+// is applied over its outcome.
+func (s *Scheduler) Reset(name string) (SourceObject, error) {
+	return s.mutate(name, ActionReset, "")
+}
+
+// Pause stops polling a source until Resume; it survives restarts.
+func (s *Scheduler) Pause(name, reason string) (SourceObject, error) {
+	return s.mutate(name, ActionPause, reason)
+}
+
+// Resume undoes Pause. The source is next polled at its next tick (or when
+// its breaker lets a probe through, if later).
+func (s *Scheduler) Resume(name string) (SourceObject, error) {
+	return s.mutate(name, ActionResume, "")
+}
+
+// Trigger polls a source now, past its backoff and an open breaker, under
+// the global and group limits (rule 3.9). It returns ErrConflict for a
+// paused source or one in error. A source already polling is left alone.
+func (s *Scheduler) Trigger(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.entry(name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case e.st.Paused:
+		return fmt.Errorf("%w: source %q is paused; resume it first", ErrConflict, name)
+	case e.st.ErrorReason != "":
+		return fmt.Errorf("%w: source %q is in error; reset it first", ErrConflict, name)
+	case e.busy || s.stopped:
+		return nil
+	}
+	s.due.remove(e)
+	s.dispatch(e, s.clock.Now(), true)
+	return nil
+}
+
+// mutate applies an operator's action to a source, logs the state change,
+// persists it and reschedules the source.
+func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.entry(name)
+	if err != nil {
+		return SourceObject{}, err
+	}
+	now := s.clock.Now()
+	prev := StateOf(&e.st, now)
+	st, err := applyAction(action, e.st, e.timing, reason, now)
+	if err != nil {
+		return SourceObject{}, err
+	}
+	e.st = st
+	if action == ActionReset {
+		if e.busy {
+			e.resetPending = true
+		} else {
+			e.brk.Reset()
+		}
+	}
+	s.logChange(e, prev, now, action)
+	s.save(e, nil)
+	s.reschedule(e, now)
+	return View(e.src, &e.st, now, s.redact.Redact), nil
+}
+
+// History returns up to n poll records of a source, newest first,
+// including those not yet committed.
+func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.PollRecord, error) {
+	s.mu.Lock()
+	_, err := s.entry(name)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := s.flush.pendingRecords(name)
+	if len(out) >= n {
+		return out[:n], nil
+	}
+	stored, err := s.store.History(ctx, name, n-len(out))
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", name, err)
+	}
+	return append(out, stored...), nil
+}
+
+// Ready returns nil when the configuration is loaded and the store accepts
+// writes, else the reason.
+func (s *Scheduler) Ready(ctx context.Context) error {
+	s.mu.Lock()
+	started, stopped := s.started, s.stopped
+	s.mu.Unlock()
+	switch {
+	case !started:
+		return fmt.Errorf("not started")
+	case stopped:
+		return fmt.Errorf("shutting down")
+	}
+	if err := s.flush.err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := s.store.Writable(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// Reload switches to cfg (rule 3.11): added sources start, removed ones stop
+// being polled (their stored state is kept), changed ones take their new
+// settings and leave any error state. Unchanged sources keep running.
+func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	// Read the stored state of added sources before taking the lock.
+	s.mu.Lock()
+	var added []string
+	for i := range cfg.Sources {
+		if e := s.entries[cfg.Sources[i].Name]; e == nil {
+			added = append(added, cfg.Sources[i].Name)
+		}
+	}
+	s.mu.Unlock()
+	stored := make(map[string]store.SourceState, len(added))
+	for _, name := range added {
+		st, ok, err := s.store.GetState(ctx, name)
+		if err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+		if ok {
+			stored[name] = st
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("reload: shutting down")
+	}
+	now := s.clock.Now()
+	s.cfg = cfg
+	s.redact = cfg.Redactor()
+	s.keep.Store(int64(cfg.History.Keep))
+
+	// Groups: keep those whose limits are unchanged; retire the others
+	// (their waiting jobs return to their sources' schedules).
+	old := s.groups
+	s.groups = make(map[string]*group, len(cfg.Limits))
+	for name, l := range cfg.Limits {
+		if g, ok := old[name]; ok && g.limit == l {
+			s.groups[name] = g
+			delete(old, name)
+			continue
+		}
+		s.groups[name] = s.startGroup(name, l)
+	}
+	for _, g := range old {
+		g.cancel()
+	}
+
+	seen := make(map[string]bool, len(cfg.Sources))
+	for i := range cfg.Sources {
+		src := &cfg.Sources[i]
+		seen[src.Name] = true
+		e := s.entries[src.Name]
+		if e == nil {
+			st, found := stored[src.Name]
+			if err := s.addEntry(src, st, found, now); err != nil {
+				return fmt.Errorf("reload: %w", err)
+			}
+			continue
+		}
+		e.removed = false
+		if e.src.Fingerprint == src.Fingerprint {
+			e.src = src
+			e.group = s.groups[src.Limit]
+			continue
+		}
+		if err := s.configure(e, src, e.st, now); err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+		s.configChanged(e, now)
+		s.reschedule(e, now)
+	}
+	for name, e := range s.entries {
+		if seen[name] {
+			continue
+		}
+		s.due.remove(e)
+		if e.busy {
+			e.removed = true
+		} else {
+			delete(s.entries, name)
+		}
+	}
+	s.resizeWorkers(s.limitOf(cfg))
+	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	return nil
+}
+
+// commands applies the CLI's commands queued in the store, so that they take
+// effect in the running daemon (and are not overwritten by it).
+func (s *Scheduler) commands(ctx context.Context) {
+	for {
+		t := s.clock.NewTimer(s.cmdEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		cmds, err := s.store.PendingCommands(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.m.storeErrors.Inc()
+			}
+			continue
+		}
+		for _, c := range cmds {
+			err := s.Apply(c.Action, c.Source, c.Reason)
+			result, code := "", ""
+			if err != nil {
+				result, code = err.Error(), ErrorCode(err)
+			}
+			if err := s.store.CompleteCommand(ctx, c.ID, result, code); err != nil {
+				s.m.storeErrors.Inc()
+				s.log.Error("complete command", "id", c.ID, "err", err)
+			}
+		}
+	}
+}
+
+// Apply performs a named operator action: reset, pause, resume or trigger.
+func (s *Scheduler) Apply(action, name, reason string) error {
+	var err error
+	switch action {
+	case ActionReset:
+		_, err = s.Reset(name)
+	case ActionPause:
+		_, err = s.Pause(name, reason)
+	case ActionResume:
+		_, err = s.Resume(name)
+	case ActionTrigger:
+		err = s.Trigger(name)
+	default:
+		err = fmt.Errorf("unknown action %q", action)
+	}
+	return err
+}
+
+// ErrorCode classifies an error of the control methods for the store's
+// command queue and the API: "not_found", "conflict" or "".
+func ErrorCode(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
+	}
+	return ""
+}

@@ -1,0 +1,238 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// flushDelay is how long the flusher gathers changes before a commit, so
+// that many sources' writes share one transaction. With the commit itself
+// this keeps rule 3.8's 250 ms.
+const flushDelay = 50 * time.Millisecond
+
+// flusher is the store's single writer. Sources submit their latest state
+// and poll records; it commits them in batches. While the store fails it
+// keeps the latest state of each source (and at most history.keep records
+// per source) in memory and retries, so nothing is lost once it recovers.
+type flusher struct {
+	st     *store.Store
+	log    *slog.Logger
+	clock  Clock
+	m      *metrics
+	keep   func() int
+	onSave func(names []string) // called after a commit, outside mu
+
+	mu      sync.Mutex
+	states  map[string]store.SourceState
+	records map[string][]store.PollRecord
+	seq     map[string]uint64 // seq of the pending state per source
+	saved   map[string]uint64 // last committed seq per source
+	next    uint64
+	lastErr error
+	changed chan struct{} // closed and replaced after every commit attempt
+	kick    chan struct{}
+}
+
+func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
+	return &flusher{
+		st: st, log: log, clock: clock, m: m, keep: keep,
+		states:  map[string]store.SourceState{},
+		records: map[string][]store.PollRecord{},
+		seq:     map[string]uint64{},
+		saved:   map[string]uint64{},
+		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+	}
+}
+
+// submit queues a source's state (and a record, if any) for the next commit
+// and returns its sequence number.
+func (f *flusher) submit(st store.SourceState, rec *store.PollRecord) uint64 {
+	f.mu.Lock()
+	f.next++
+	seq := f.next
+	f.states[st.Name] = st
+	f.seq[st.Name] = seq
+	if rec != nil {
+		rs := append(f.records[st.Name], *rec)
+		if k := f.keep(); len(rs) > k {
+			rs = append(rs[:0], rs[len(rs)-k:]...)
+		}
+		f.records[st.Name] = rs
+	}
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	return seq
+}
+
+// healthy reports the last commit's error (nil when it succeeded).
+func (f *flusher) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastErr
+}
+
+// waitSaved blocks until the state of name submitted as seq (or later) is
+// committed, the store is failing (then the poll goes ahead on the state in
+// memory), or ctx is done.
+func (f *flusher) waitSaved(ctx context.Context, name string, seq uint64) {
+	for {
+		f.mu.Lock()
+		done := f.saved[name] >= seq || f.lastErr != nil
+		ch := f.changed
+		f.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pendingRecords returns the records of name not yet committed, newest first.
+func (f *flusher) pendingRecords(name string) []store.PollRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := f.records[name]
+	out := make([]store.PollRecord, len(rs))
+	for i, r := range rs {
+		out[len(rs)-1-i] = r
+	}
+	return out
+}
+
+// run commits until ctx is done, then returns; call flush for the last one.
+func (f *flusher) run(ctx context.Context) {
+	retry := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.kick:
+		}
+		t := f.clock.NewTimer(flushDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if err := f.flush(ctx); err != nil {
+			// Keep trying with a growing pause; new submissions wait too.
+			t := f.clock.NewTimer(retry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			retry = min(retry*2, 5*time.Second)
+			select {
+			case f.kick <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		retry = 100 * time.Millisecond
+	}
+}
+
+// flush commits everything pending in one transaction.
+func (f *flusher) flush(ctx context.Context) error {
+	f.mu.Lock()
+	if len(f.states) == 0 && len(f.records) == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	states := make([]store.SourceState, 0, len(f.states))
+	names := make([]string, 0, len(f.states))
+	seqs := make([]uint64, 0, len(f.states))
+	for name, st := range f.states {
+		states = append(states, st)
+		names = append(names, name)
+		seqs = append(seqs, f.seq[name])
+	}
+	var records []store.PollRecord
+	for _, rs := range f.records {
+		records = append(records, rs...)
+	}
+	pendingRecords := f.records
+	f.states = map[string]store.SourceState{}
+	f.records = map[string][]store.PollRecord{}
+	f.mu.Unlock()
+
+	err := f.st.SaveBatch(ctx, states, records, f.keep())
+
+	f.mu.Lock()
+	if err != nil {
+		// Put everything back unless a newer state arrived meanwhile.
+		for i, st := range states {
+			if _, newer := f.states[st.Name]; !newer {
+				f.states[st.Name] = st
+				f.seq[st.Name] = seqs[i]
+			}
+		}
+		for name, rs := range pendingRecords {
+			merged := append(rs, f.records[name]...)
+			if k := f.keep(); len(merged) > k {
+				merged = merged[len(merged)-k:]
+			}
+			f.records[name] = merged
+		}
+		if f.lastErr == nil || f.lastErr.Error() != err.Error() {
+			f.log.Error("store write failed; keeping state in memory and retrying", "err", err)
+		}
+		f.lastErr = err
+		f.m.storeErrors.Inc()
+	} else {
+		if f.lastErr != nil {
+			f.log.Info("store recovered", "states", len(states), "records", len(records))
+		}
+		f.lastErr = nil
+		for i, name := range names {
+			if seqs[i] > f.saved[name] {
+				f.saved[name] = seqs[i]
+			}
+		}
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if f.onSave != nil {
+		f.onSave(names)
+	}
+	return nil
+}
+
+// flushFinal commits what is pending, retrying for up to d.
+func (f *flusher) flushFinal(d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		err := f.flush(ctx)
+		if err == nil {
+			return nil
+		}
+		t := f.clock.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C():
+		}
+	}
+}

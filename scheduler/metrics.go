@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Poll outcomes counted by pacer_polls_total.
+const (
+	countSuccess     = "success"
+	countFailure     = "failure"
+	countThrottled   = "throttled"
+	countRejected    = "rejected"
+	countSkipped     = "skipped"
+	countInterrupted = "interrupted"
+)
+
+// metrics are the scheduler's Prometheus collectors (contract section 6).
+// Per-source series are gauges only, computed at scrape time.
+type metrics struct {
+	inflight      prometheus.Gauge
+	limit         prometheus.Gauge
+	semaphoreWait prometheus.Histogram
+	polls         *prometheus.CounterVec
+	duration      prometheus.Histogram
+	lag           prometheus.Histogram
+	storeErrors   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
+	m := &metrics{
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pacer_inflight", Help: "Polls in flight."}),
+		limit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pacer_concurrency_limit", Help: "Effective global cap on polls in flight."}),
+		semaphoreWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pacer_semaphore_wait_seconds", Help: "Time a due poll waited for a global permit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pacer_polls_total", Help: "Polls by outcome (skipped: a tick arrived while the source was busy; rejected: refused by its breaker)."},
+			[]string{"outcome"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pacer_poll_duration_seconds", Help: "Duration of polls.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pacer_schedule_lag_seconds", Help: "Poll start minus due time.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pacer_store_errors_total", Help: "Failed store operations."}),
+	}
+	for _, o := range []string{countSuccess, countFailure, countThrottled, countRejected, countSkipped, countInterrupted} {
+		m.polls.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, sourcesCollector{s}} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+var (
+	sourcesDesc  = prometheus.NewDesc("pacer_sources", "Sources by state.", []string{"state"}, nil)
+	failuresDesc = prometheus.NewDesc("pacer_source_consecutive_failures",
+		"Consecutive failures of each source.", []string{"source"}, nil)
+)
+
+// sourcesCollector reports per-state counts and per-source failure gauges
+// from the scheduler's state at scrape time.
+type sourcesCollector struct{ s *Scheduler }
+
+func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sourcesDesc
+	ch <- failuresDesc
+}
+
+func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
+	counts, failures := c.s.stateCounts()
+	for _, st := range AllStates {
+		ch <- prometheus.MustNewConstMetric(sourcesDesc, prometheus.GaugeValue, float64(counts[st]), st)
+	}
+	for name, n := range failures {
+		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.GaugeValue, float64(n), name)
+	}
+}

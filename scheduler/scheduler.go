@@ -1,0 +1,685 @@
+// Package scheduler decides when each source is polled and runs the polls
+// under the global semaphore and the group limits (contract section 3).
+//
+// Idle sources wait in a min-heap ordered by the time they are next due:
+// max(next schedule tick, backoff, breaker cooldown, Retry-After). One loop
+// pops whatever is due and hands it to its group's queue (if it has a
+// group) or straight to the global queue, which a fixed pool of
+// `concurrency` workers drains. A source is in at most one queue at a time,
+// so nothing grows with time, only with the number of sources.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// Errors of the control methods, matched with errors.Is.
+var (
+	ErrNotFound = errors.New("unknown source")
+	ErrConflict = errors.New("conflict")
+)
+
+// Options are a scheduler's collaborators. Store and Registry are required.
+type Options struct {
+	Store    *store.Store
+	Logger   *slog.Logger          // nil: discard
+	Clock    Clock                 // nil: RealClock
+	Registry prometheus.Registerer // where the metrics go
+	// MaxConcurrency, when > 0, caps the configured concurrency (the
+	// descriptor-limit clamp).
+	MaxConcurrency int
+	// CommandInterval is how often the store's command queue is read
+	// (default 250ms); the CLI's commands take effect within it.
+	CommandInterval time.Duration
+}
+
+// Scheduler runs the polls of one daemon.
+type Scheduler struct {
+	store     *store.Store
+	log       *slog.Logger
+	clock     Clock
+	m         *metrics
+	flush     *flusher
+	client    *http.Client
+	transport *http.Transport
+	maxConc   int
+	cmdEvery  time.Duration
+
+	mu      sync.Mutex
+	cfg     *config.Config
+	redact  *config.Redactor
+	entries map[string]*entry
+	due     dueHeap
+	groups  map[string]*group
+	workers []context.CancelFunc // one per worker goroutine
+	ready   *fifo
+	wake    chan struct{}
+	started bool
+	stopped bool
+
+	keep      atomic.Int64
+	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
+	runCtx    context.Context
+	stopRun   context.CancelFunc // stops loop, groups, commands, flusher
+	workCtx   context.Context
+	stopWork  context.CancelFunc // stops workers taking new jobs
+	pollCtx   context.Context
+	stopPolls context.CancelFunc // cuts off polls in flight
+	wg        sync.WaitGroup     // loop, groups, commands
+	workWG    sync.WaitGroup     // workers
+	flushWG   sync.WaitGroup
+}
+
+// entry is one source's runtime: its settings, poller, breaker and state.
+// All fields are guarded by Scheduler.mu, except that a worker reads
+// src, poller, brk and timing of the generation it was dispatched with.
+type entry struct {
+	name   string
+	src    *config.Source
+	timing timing
+	poller sources.Poller
+	brk    *breaker.Breaker
+	group  *group
+	gen    uint64
+
+	st    store.SourceState
+	idx   int       // position in the due heap, -1 when not in it
+	dueAt time.Time // heap key
+
+	busy         bool // queued, waiting for permits, or polling
+	removed      bool // dropped from the config while busy
+	resetPending bool // reset while polling: applied when the poll ends
+	savedSeq     uint64
+}
+
+// group is a named limit: a concurrency cap and a start rate shared by its
+// member sources (rule 3.2). A job waiting for its group holds no global
+// permit.
+type group struct {
+	name   string
+	limit  config.Limit
+	sem    chan struct{} // nil: no concurrency cap
+	lim    *rate.Limiter // nil: no rate
+	q      *fifo
+	cancel context.CancelFunc
+}
+
+// New returns a scheduler for cfg. Call Start to load the store and begin.
+func New(cfg *config.Config, opts Options) (*Scheduler, error) {
+	if opts.Store == nil || opts.Registry == nil {
+		return nil, errors.New("scheduler: Store and Registry are required")
+	}
+	s := &Scheduler{
+		store:    opts.Store,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		maxConc:  opts.MaxConcurrency,
+		cmdEvery: opts.CommandInterval,
+		cfg:      cfg,
+		redact:   cfg.Redactor(),
+		entries:  map[string]*entry{},
+		groups:   map[string]*group{},
+		ready:    newFIFO(),
+		wake:     make(chan struct{}, 1),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = RealClock{}
+	}
+	if s.cmdEvery <= 0 {
+		s.cmdEvery = 250 * time.Millisecond
+	}
+	s.keep.Store(int64(cfg.History.Keep))
+	m, err := newMetrics(opts.Registry, s)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: metrics: %w", err)
+	}
+	s.m = m
+	s.transport = sources.NewTransport(s.limitOf(cfg))
+	s.client = sources.NewClient(s.transport)
+	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
+	return s, nil
+}
+
+// limitOf is the effective global cap for cfg.
+func (s *Scheduler) limitOf(cfg *config.Config) int {
+	n := max(cfg.Concurrency, 1)
+	if s.maxConc > 0 && n > s.maxConc {
+		n = s.maxConc
+	}
+	return n
+}
+
+// Start loads every source's stored state and starts polling. It returns
+// once every source is loaded (the daemon is then ready).
+func (s *Scheduler) Start(ctx context.Context) error {
+	states, err := s.store.LoadStates(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: load states: %w", err)
+	}
+	stored := make(map[string]store.SourceState, len(states))
+	for _, st := range states {
+		stored[st.Name] = st
+	}
+	s.runCtx, s.stopRun = context.WithCancel(context.Background())
+	s.workCtx, s.stopWork = context.WithCancel(context.Background())
+	s.pollCtx, s.stopPolls = context.WithCancel(context.Background())
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("scheduler: already started")
+	}
+	s.started = true
+	now := s.clock.Now()
+	for name, l := range s.cfg.Limits {
+		s.groups[name] = s.startGroup(name, l)
+	}
+	for i := range s.cfg.Sources {
+		src := &s.cfg.Sources[i]
+		st, found := stored[src.Name]
+		if err := s.addEntry(src, st, found, now); err != nil {
+			return err
+		}
+	}
+	s.resizeWorkers(s.limitOf(s.cfg))
+	s.flushWG.Add(1)
+	go func() {
+		defer s.flushWG.Done()
+		s.flush.run(s.runCtx)
+	}()
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.loop(s.runCtx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.commands(s.runCtx)
+	}()
+	s.loopBeat.Store(now.UnixNano())
+	return nil
+}
+
+// Shutdown stops starting polls, waits up to timeout for those in flight,
+// cancels the rest (they are recorded as interrupted) and commits every
+// pending state (rule 3.10).
+func (s *Scheduler) Shutdown(timeout time.Duration) error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+
+	s.stopWork()
+	done := make(chan struct{})
+	go func() {
+		s.workWG.Wait()
+		close(done)
+	}()
+	t := s.clock.NewTimer(timeout)
+	select {
+	case <-done:
+		t.Stop()
+	case <-t.C():
+		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
+		s.stopPolls()
+		<-done
+	}
+	s.stopPolls()
+	s.stopRun()
+	s.wg.Wait()
+	s.flushWG.Wait()
+	err := s.flush.flushFinal(10 * time.Second)
+	s.transport.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("scheduler: final flush: %w", err)
+	}
+	return nil
+}
+
+// addEntry builds the runtime of src from its stored state and schedules it.
+// Called with mu held.
+func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
+	e := &entry{name: src.Name, idx: -1}
+	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
+	if !found {
+		st = store.SourceState{Name: src.Name}
+	}
+	if err := s.configure(e, src, st, now); err != nil {
+		return err
+	}
+	if changed {
+		s.configChanged(e, now)
+	} else if e.st.Fingerprint != src.Fingerprint {
+		e.st.Fingerprint = src.Fingerprint
+	}
+	s.entries[src.Name] = e
+	s.reschedule(e, now)
+	return nil
+}
+
+// configure (re)builds e's poller, breaker and timing for src, with state st.
+func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState, now time.Time) error {
+	poller, err := sources.New(src, s.client, s.redact.Redact)
+	if err != nil {
+		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+	}
+	var until time.Time
+	if st.BreakerUntil != nil {
+		until = *st.BreakerUntil
+	}
+	brk, err := breaker.New(src.Name, breaker.Policy{Failures: src.Breaker.Failures, Cooldown: src.Breaker.Cooldown},
+		breaker.Snapshot{State: st.BreakerState, Until: until}, st.ConsecutiveFailures)
+	if err != nil {
+		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+	}
+	e.src, e.poller, e.brk = src, poller, brk
+	e.timing = newTiming(src.Name, src.Schedule)
+	e.group = s.groups[src.Limit]
+	e.gen++
+	e.st = st
+	e.st.Name = src.Name
+	return nil
+}
+
+// configChanged clears the error state, failures and breaker of a source
+// whose effective configuration changed (rule 3.7) and persists that.
+func (s *Scheduler) configChanged(e *entry, now time.Time) {
+	prev := StateOf(&e.st, now)
+	e.st = resetState(e.st, e.timing, now)
+	e.st.Fingerprint = e.src.Fingerprint
+	e.brk.Reset()
+	s.logChange(e, prev, now, "configuration changed")
+	s.save(e, nil)
+}
+
+// reschedule puts an idle, schedulable entry in the heap at its next run
+// time (now if that is past, or if it has none yet: its first tick).
+func (s *Scheduler) reschedule(e *entry, now time.Time) {
+	if e.busy || e.removed || e.st.Paused || e.st.ErrorReason != "" {
+		s.due.remove(e)
+		return
+	}
+	if e.st.NextRunAt == nil {
+		e.st.NextRunAt = ptr(e.timing.next(now))
+	}
+	at := *e.st.NextRunAt
+	s.due.schedule(e, at)
+	if e.idx == 0 {
+		s.poke()
+	}
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop dispatches due sources until ctx is done.
+func (s *Scheduler) loop(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		now := s.clock.Now()
+		for len(s.due) > 0 && !s.due[0].dueAt.After(now) {
+			e := s.due[0]
+			s.due.remove(e)
+			s.dispatch(e, now, false)
+		}
+		wait := time.Hour
+		if len(s.due) > 0 {
+			wait = s.due[0].dueAt.Sub(now)
+		}
+		s.mu.Unlock()
+		s.loopBeat.Store(now.UnixNano())
+		t := s.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// dispatch hands e to its group's queue or the global queue. mu held.
+func (s *Scheduler) dispatch(e *entry, now time.Time, trigger bool) {
+	e.busy = true
+	due := e.dueAt
+	if trigger || due.IsZero() {
+		due = now
+	}
+	j := &job{e: e, gen: e.gen, due: due, queuedAt: now, trigger: trigger, group: e.group}
+	if e.st.BreakerState == breaker.Open && breakerOf(&e.st, now) == breaker.HalfOpen {
+		s.logChange(e, StateOpen, now, "cooldown over; probing")
+	}
+	if j.group != nil {
+		j.group.q.push(j)
+		return
+	}
+	j.readyAt = now
+	s.ready.push(j)
+}
+
+// startGroup starts the goroutine that admits a group's jobs. mu held.
+func (s *Scheduler) startGroup(name string, l config.Limit) *group {
+	g := &group{name: name, limit: l, q: newFIFO()}
+	if l.Concurrency > 0 {
+		g.sem = make(chan struct{}, l.Concurrency)
+	}
+	if l.Rate > 0 {
+		g.lim = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
+	}
+	ctx, cancel := context.WithCancel(s.runCtx)
+	g.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.admit(ctx, g)
+	}()
+	return g
+}
+
+// admit moves a group's jobs to the global queue as its concurrency cap and
+// token bucket allow. When the group is retired (reload) its waiting jobs
+// go back to their sources' schedules.
+func (s *Scheduler) admit(ctx context.Context, g *group) {
+	defer s.requeueAll(g.q)
+	for {
+		j := g.q.pop(ctx)
+		if j == nil {
+			return
+		}
+		if g.sem != nil {
+			select {
+			case g.sem <- struct{}{}:
+			case <-ctx.Done():
+				s.requeue(j)
+				return
+			}
+		}
+		if g.lim != nil {
+			now := s.clock.Now()
+			if d := g.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {
+				t := s.clock.NewTimer(d)
+				select {
+				case <-t.C():
+				case <-ctx.Done():
+					t.Stop()
+					s.releaseGroup(j)
+					s.requeue(j)
+					return
+				}
+			}
+		}
+		j.readyAt = s.clock.Now()
+		s.ready.push(j)
+	}
+}
+
+func (s *Scheduler) releaseGroup(j *job) {
+	if j.group != nil && j.group.sem != nil {
+		<-j.group.sem
+	}
+}
+
+// requeue returns a job that never started to its source's schedule.
+func (s *Scheduler) requeue(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := j.e
+	e.busy = false
+	if s.stopped {
+		return
+	}
+	if e.removed {
+		if s.entries[e.name] == e {
+			delete(s.entries, e.name)
+		}
+		return
+	}
+	s.reschedule(e, s.clock.Now())
+}
+
+func (s *Scheduler) requeueAll(q *fifo) {
+	for j := q.tryPop(); j != nil; j = q.tryPop() {
+		s.requeue(j)
+	}
+}
+
+// resizeWorkers runs exactly n workers. mu held.
+func (s *Scheduler) resizeWorkers(n int) {
+	for len(s.workers) > n {
+		last := len(s.workers) - 1
+		s.workers[last]()
+		s.workers = s.workers[:last]
+	}
+	for len(s.workers) < n {
+		ctx, cancel := context.WithCancel(s.workCtx)
+		s.workers = append(s.workers, cancel)
+		s.workWG.Add(1)
+		go func() {
+			defer s.workWG.Done()
+			s.work(ctx)
+		}()
+	}
+	s.m.limit.Set(float64(n))
+}
+
+// work is one worker: a global permit. It takes jobs until ctx is done.
+func (s *Scheduler) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		j := s.ready.pop(ctx)
+		if j == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			s.releaseGroup(j)
+			s.requeue(j)
+			return
+		}
+		s.run(j)
+	}
+}
+
+// run performs one poll and applies its outcome.
+func (s *Scheduler) run(j *job) {
+	e := j.e
+	start := s.clock.Now()
+	s.m.semaphoreWait.Observe(start.Sub(j.readyAt).Seconds())
+
+	s.mu.Lock()
+	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" {
+		// It changed while it waited for permits: nothing to do.
+		s.mu.Unlock()
+		s.releaseGroup(j)
+		s.requeue(j)
+		return
+	}
+	src, poller, brk, seq := e.src, e.poller, e.brk, e.savedSeq
+	s.mu.Unlock()
+
+	// Rule 3.8: the previous poll's state is committed before this one.
+	s.flush.waitSaved(s.pollCtx, e.name, seq)
+	if j.trigger {
+		brk.ForceProbe()
+	}
+	start = s.clock.Now()
+	if !j.trigger {
+		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
+	}
+	s.m.inflight.Inc()
+	ctx, cancel := context.WithTimeout(s.pollCtx, src.Timeout)
+	var res sources.Result
+	err := brk.Do(func() error {
+		res = poller.Poll(ctx)
+		switch {
+		case res.Err == nil:
+			return nil
+		case res.Throttled, errors.Is(res.Err, context.Canceled):
+			return breaker.Exclude(res.Err)
+		}
+		return res.Err
+	})
+	cancel()
+	end := s.clock.Now()
+	s.m.inflight.Dec()
+	s.releaseGroup(j)
+	if !errors.Is(err, breaker.ErrOpen) {
+		s.m.duration.Observe(end.Sub(start).Seconds())
+	}
+	s.finish(j, res, err, start, end)
+}
+
+// finish applies a poll's outcome to its source's state, persists it and
+// schedules the next poll.
+func (s *Scheduler) finish(j *job, res sources.Result, err error, start, end time.Time) {
+	e := j.e
+	o := outcome{start: start, end: end, brk: e.brk.Snapshot(), jitter: rand.Float64(), retryAfter: res.RetryAfter}
+	switch {
+	case errors.Is(err, breaker.ErrOpen):
+		s.m.polls.WithLabelValues(countRejected).Inc()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e.busy = false
+		if j.gen == e.gen && !e.removed {
+			next := e.timing.next(end)
+			if o.brk.State == breaker.Open {
+				next = later(next, o.brk.Until.Add(time.Millisecond))
+				e.st.BreakerState, e.st.BreakerUntil = breaker.Open, ptr(o.brk.Until)
+			}
+			e.st.NextRunAt = &next
+			s.reschedule(e, end)
+		}
+		return
+	case res.Err != nil && errors.Is(res.Err, context.Canceled) && s.pollCtx.Err() != nil:
+		o.kind = store.OutcomeInterrupted
+	case res.Throttled:
+		o.kind = store.OutcomeThrottled
+	case res.Err != nil:
+		o.kind = store.OutcomeFailure
+	default:
+		o.kind = store.OutcomeSuccess
+	}
+	if res.Err != nil {
+		o.err = s.redact.Redact(res.Err.Error())
+	}
+	s.m.polls.WithLabelValues(o.kind).Inc()
+	rec := store.PollRecord{
+		Source:     e.name,
+		StartedAt:  start.UTC(),
+		DurationMs: end.Sub(start).Milliseconds(),
+		Outcome:    o.kind,
+		Error:      o.err,
+		Bytes:      res.Bytes,
+	}
+	if res.StatusCode > 0 {
+		rec.StatusCode = &res.StatusCode
+	}
+	if e.src.Type == "exec" && res.ExitCode >= 0 {
+		rec.ExitCode = &res.ExitCode
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.busy = false
+	if skipped := e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
+		s.m.polls.WithLabelValues(countSkipped).Add(float64(skipped))
+	}
+	if j.gen != e.gen {
+		// The configuration changed during the poll: the new settings
+		// start from a clean state; only the record is kept.
+		s.save(e, &rec)
+		s.reschedule(e, end)
+		return
+	}
+	prev := StateOf(&e.st, start)
+	e.st = applyOutcome(e.st, e.src, e.timing, o)
+	reason := o.err
+	if e.resetPending {
+		e.resetPending = false
+		e.st = resetState(e.st, e.timing, end)
+		e.brk.Reset()
+		reason = "reset"
+	}
+	e.st.UpdatedAt = end.UTC()
+	s.logChange(e, prev, end, reason)
+	s.save(e, &rec)
+	if e.removed {
+		if s.entries[e.name] == e {
+			delete(s.entries, e.name)
+		}
+		return
+	}
+	s.reschedule(e, end)
+}
+
+// save hands e's state (and a record) to the flusher. mu held.
+func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
+	e.savedSeq = s.flush.submit(e.st, rec)
+}
+
+// logChange logs one line if e's state differs from prev (rule 3.12).
+func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason string) {
+	cur := StateOf(&e.st, now)
+	if cur == prev {
+		return
+	}
+	switch cur {
+	case StateError:
+		reason = e.st.ErrorReason
+	case StatePaused:
+		reason = e.st.PausedReason
+	}
+	lvl := slog.LevelInfo
+	if cur == StateError || cur == StateOpen {
+		lvl = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
+		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
+}
+
+// stateCounts returns the number of sources per state and each source's
+// consecutive failures, for the metrics.
+func (s *Scheduler) stateCounts() (map[string]int, map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	counts := make(map[string]int, len(AllStates))
+	failures := make(map[string]int, len(s.entries))
+	for name, e := range s.entries {
+		if e.removed {
+			continue
+		}
+		counts[StateOf(&e.st, now)]++
+		failures[name] = e.st.ConsecutiveFailures
+	}
+	return counts, failures
+}
+
+// LoopBeat is when the scheduler loop last made progress (for a watchdog).
+func (s *Scheduler) LoopBeat() time.Time { return time.Unix(0, s.loopBeat.Load()) }

@@ -1,0 +1,70 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// SourceObject is a source as status and the admin API show it (contract
+// section 4). Times are UTC; nil marshals as null.
+type SourceObject struct {
+	Name                string     `json:"name"`
+	Type                string     `json:"type"`
+	Schedule            string     `json:"schedule"`
+	State               string     `json:"state"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	Breaker             string     `json:"breaker"`
+	NextRunAt           *time.Time `json:"next_run_at"`
+	LastRunAt           *time.Time `json:"last_run_at"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastError           string     `json:"last_error"`
+	ErrorReason         string     `json:"error_reason"`
+	PausedReason        string     `json:"paused_reason"`
+	PollsTotal          int64      `json:"polls_total"`
+	FailuresTotal       int64      `json:"failures_total"`
+	ThrottledTotal      int64      `json:"throttled_total"`
+}
+
+// View builds the source object of src from its state at now. redact masks
+// secrets in the error texts (they are stored redacted already; this is a
+// second line of defence for a store written by an older config).
+func View(src *config.Source, st *store.SourceState, now time.Time, redact func(string) string) SourceObject {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	o := SourceObject{
+		Name:                src.Name,
+		Type:                src.Type,
+		Schedule:            redact(src.ScheduleSpec),
+		State:               StateOf(st, now),
+		ConsecutiveFailures: st.ConsecutiveFailures,
+		Breaker:             breakerOf(st, now),
+		NextRunAt:           utc(st.NextRunAt),
+		LastRunAt:           utc(st.LastRunAt),
+		LastSuccessAt:       utc(st.LastSuccessAt),
+		LastError:           redact(st.LastError),
+		ErrorReason:         redact(st.ErrorReason),
+		PausedReason:        st.PausedReason,
+		PollsTotal:          st.PollsTotal,
+		FailuresTotal:       st.FailuresTotal,
+		ThrottledTotal:      st.ThrottledTotal,
+	}
+	if o.State == StateError || o.State == StatePaused {
+		o.NextRunAt = nil
+	}
+	if o.Breaker == "" {
+		o.Breaker = breaker.Closed
+	}
+	return o
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Millisecond)
+	return &u
+}

@@ -1,0 +1,198 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pacer-dev/pacer/config"
+)
+
+const (
+	// waitDelay bounds how long Poll waits, once the process has exited or
+	// been killed, for processes outside its group that still hold its
+	// stdout or stderr open.
+	waitDelay = 2 * time.Second
+	// tailSize is how much of the end of stdout and stderr is kept to
+	// describe a failure.
+	tailSize = 4 << 10
+	// maxDetail bounds the output line quoted in an error.
+	maxDetail = 200
+)
+
+// execPoller polls an exec source.
+type execPoller struct {
+	argv     []string
+	env      []string
+	dir      string
+	timeout  time.Duration
+	redact   func(string) string
+	errorPfx string // "exec <base of argv[0]>"
+}
+
+// NewExec returns the poller of the exec source src. Each poll runs
+// src.Command (argv, no shell) in src.Dir (when set) with the daemon's
+// environment plus src.Env (src.Env wins). redact is applied to every error
+// text; nil means no redaction.
+//
+// The command runs in its own process group. When the poll's context is done
+// (timeout or shutdown) the whole group is killed with SIGKILL; Poll then
+// waits at most 2 seconds more for processes outside the group that hold
+// its output open. A command that exits on its own is not killed: background
+// processes it leaves behind keep running (their pipes are closed after those
+// 2 seconds).
+//
+// Stdout is counted into Result.Bytes and otherwise discarded. A poll
+// succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
+// LINE", LINE being the last non-empty line of stderr (or else of stdout).
+func NewExec(src *config.Source, redact func(string) string) Poller {
+	p := &execPoller{
+		argv:    src.Command,
+		dir:     src.Dir,
+		timeout: src.Timeout,
+		redact:  orIdentity(redact),
+	}
+	name := ""
+	if len(src.Command) > 0 {
+		name = " " + filepath.Base(src.Command[0])
+	}
+	p.errorPfx = "exec" + name
+	keys := make([]string, 0, len(src.Env))
+	for k := range src.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// os/exec keeps the last value of a duplicated key, so src.Env wins.
+	p.env = os.Environ()
+	for _, k := range keys {
+		p.env = append(p.env, k+"="+src.Env[k])
+	}
+	return p
+}
+
+// Poll runs the command once and waits for it.
+func (p *execPoller) Poll(ctx context.Context) Result {
+	res := Result{ExitCode: -1}
+	if len(p.argv) == 0 {
+		res.Err = newPollError(p.redact, nil, p.errorPfx, "empty command")
+		return res
+	}
+	stdout := &tailBuffer{max: tailSize}
+	stderr := &tailBuffer{max: tailSize}
+	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
+	cmd.Env = p.env
+	cmd.Dir = p.dir
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The child leads its own group (pgid == pid); it is not reaped
+		// before Wait returns, so the id cannot have been reused.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	cmd.WaitDelay = waitDelay
+
+	if err := cmd.Start(); err != nil {
+		res.Err = p.startError(ctx, err)
+		return res
+	}
+	err := cmd.Wait()
+	res.Bytes = stdout.n
+	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
+		// Exit status 0; ErrWaitDelay only means that something the command
+		// left behind held its output open.
+		res.ExitCode = 0
+		return res
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		res.Err = newPollError(p.redact, ctxErr, p.errorPfx, ctxDetail(ctxErr, p.timeout))
+		return res
+	}
+	detail := err.Error()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		res.ExitCode = exitErr.ExitCode() // -1 when killed by a signal
+		line := stderr.lastLine()
+		if line == "" {
+			line = stdout.lastLine()
+		}
+		if line != "" {
+			detail += ": " + line
+		}
+	}
+	res.Err = newPollError(p.redact, err, p.errorPfx, detail)
+	return res
+}
+
+// startError describes a command that could not be started.
+func (p *execPoller) startError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return newPollError(p.redact, ctxErr, p.errorPfx, ctxDetail(ctxErr, p.timeout))
+	}
+	detail := err.Error()
+	var execErr *exec.Error // lookup in PATH failed: `exec: "x": ...`
+	if errors.As(err, &execErr) {
+		detail = execErr.Err.Error()
+	}
+	// With SysProcAttr set, os/exec reports a missing Dir as a missing
+	// command ("fork/exec /bin/sh: no such file or directory"); name the
+	// directory instead.
+	if p.dir != "" {
+		if _, statErr := os.Stat(p.dir); statErr != nil {
+			var pathErr *os.PathError
+			if errors.As(statErr, &pathErr) {
+				pathErr.Op = "chdir"
+			}
+			detail = statErr.Error()
+		}
+	}
+	return newPollError(p.redact, err, p.errorPfx, detail)
+}
+
+// tailBuffer counts every byte written to it and keeps the last max bytes.
+type tailBuffer struct {
+	buf []byte
+	max int
+	n   int64
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.n += int64(len(b))
+	keep := b
+	if len(keep) > t.max {
+		keep = keep[len(keep)-t.max:]
+	}
+	if over := len(t.buf) + len(keep) - t.max; over > 0 {
+		t.buf = t.buf[:copy(t.buf, t.buf[over:])]
+	}
+	if t.buf == nil {
+		t.buf = make([]byte, 0, t.max)
+	}
+	t.buf = append(t.buf, keep...)
+	return len(b), nil
+}
+
+// lastLine returns the last non-empty line kept, trimmed, valid UTF-8 and at
+// most maxDetail characters long.
+func (t *tailBuffer) lastLine() string {
+	s := strings.TrimRight(string(t.buf), " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
+	if utf8.RuneCountInString(s) > maxDetail {
+		s = string([]rune(s)[:maxDetail])
+	}
+	return s
+}

@@ -1,0 +1,214 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+)
+
+const (
+	// maxRedirects is how many redirects a poll follows before it fails.
+	maxRedirects = 10
+	// maxDrain bounds how much of an unwanted (failed or throttled) response
+	// body is read so that its connection can be reused.
+	maxDrain = 64 << 10
+	// defaultMaxBody applies when a source has no positive max_body.
+	defaultMaxBody = 10 << 20
+)
+
+// NewTransport returns the one *http.Transport shared by all http sources,
+// sized to the global concurrency cap maxConns: at most maxConns connections
+// per host, and as many kept idle, so that polls at full concurrency reuse
+// their connections instead of dialing again. It has dial, TLS handshake and
+// idle timeouts, takes its proxy from the environment and attempts HTTP/2.
+// There is no response timeout: every poll's context carries its timeout.
+func NewTransport(maxConns int) *http.Transport {
+	maxConns = max(maxConns, 1)
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		MaxConnsPerHost:       maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+}
+
+// NewClient returns the HTTP client of all http sources over t. It follows
+// at most 10 redirects (an 11th fails the poll) and has no Timeout of its own: each poll's context
+// bounds it.
+func NewClient(t http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			// via holds the original request and the redirects followed.
+			if len(via) > maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			return nil
+		},
+	}
+}
+
+// httpPoller polls an http source.
+type httpPoller struct {
+	method   string
+	url      string
+	headers  map[string]string
+	body     string
+	expect   []int
+	maxBody  int64
+	timeout  time.Duration
+	client   *http.Client
+	redact   func(string) string
+	errorPfx string // "GET <redacted url>"
+}
+
+// NewHTTP returns the poller of the http source src, sending its requests
+// through client (which must not be nil). redact is applied to every error
+// text; nil means no redaction. A non-positive src.MaxBody means 10 MiB.
+//
+// A poll succeeds when the status is in src.ExpectStatus (any 2xx when it is
+// empty) and the body is at most src.MaxBody bytes. A status listed in
+// ExpectStatus is a success even if it is 429 or 503. Otherwise a 429, or a
+// 503 with a Retry-After header, is throttled (Result.Throttled and
+// RetryAfter set, Err describes it); any other status, a transport error, a
+// timeout or a body over the limit is a failure.
+func NewHTTP(src *config.Source, client *http.Client, redact func(string) string) Poller {
+	redact = orIdentity(redact)
+	method := src.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	maxBody := src.MaxBody
+	if maxBody <= 0 {
+		maxBody = defaultMaxBody
+	}
+	return &httpPoller{
+		method:   method,
+		url:      src.URL,
+		headers:  src.Headers,
+		body:     src.Body,
+		expect:   src.ExpectStatus,
+		maxBody:  maxBody,
+		timeout:  src.Timeout,
+		client:   client,
+		redact:   redact,
+		errorPfx: method + " " + redact(src.URL),
+	}
+}
+
+// Poll sends one request and classifies its answer.
+func (p *httpPoller) Poll(ctx context.Context) Result {
+	res := Result{ExitCode: -1}
+	req, err := p.newRequest(ctx)
+	if err != nil {
+		res.Err = p.transportError(ctx, err)
+		return res
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		// On a CheckRedirect error resp is the last response, body closed.
+		if resp != nil {
+			res.StatusCode = resp.StatusCode
+		}
+		res.Err = p.transportError(ctx, err)
+		return res
+	}
+	defer resp.Body.Close()
+	res.StatusCode = resp.StatusCode
+
+	switch {
+	case p.expected(resp.StatusCode):
+		// Read to EOF (so the connection is reused) but never past the limit:
+		// a longer body is closed unread, which drops its connection.
+		n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, p.maxBody+1))
+		res.Bytes = n
+		switch {
+		case err != nil:
+			res.Err = p.transportError(ctx, fmt.Errorf("reading body: %w", err))
+		case n > p.maxBody:
+			res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", p.maxBody)
+		}
+	case resp.StatusCode == http.StatusTooManyRequests ||
+		resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		res.Bytes, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		res.Throttled = true
+		res.RetryAfter = resp.Header.Get("Retry-After")
+		res.Err = p.errorf(nil, "%s", status(resp))
+	default:
+		res.Bytes, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		res.Err = p.errorf(nil, "%s", status(resp))
+	}
+	return res
+}
+
+// newRequest builds the request of one poll.
+func (p *httpPoller) newRequest(ctx context.Context) (*http.Request, error) {
+	var body io.Reader
+	if p.body != "" {
+		body = strings.NewReader(p.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, p.method, p.url, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range p.headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+func (p *httpPoller) expected(code int) bool {
+	if len(p.expect) == 0 {
+		return code >= 200 && code <= 299
+	}
+	for _, c := range p.expect {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// transportError turns err (from building, sending or reading) into the
+// poll's error: a timeout or cancellation when ctx is done, otherwise
+// "METHOD URL: cause" with net/http's own "Get "url":" prefix removed.
+func (p *httpPoller) transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return newPollError(p.redact, ctxErr, p.errorPfx, ctxDetail(ctxErr, p.timeout))
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return newPollError(p.redact, err, p.errorPfx, err.Error())
+}
+
+func (p *httpPoller) errorf(cause error, format string, args ...any) error {
+	return newPollError(p.redact, cause, p.errorPfx, fmt.Sprintf(format, args...))
+}
+
+// status returns the status line of resp, such as "502 Bad Gateway".
+func status(resp *http.Response) string {
+	if resp.Status != "" {
+		return resp.Status
+	}
+	return fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+)
+
+// openSQLite opens the SQLite file at path. readOnly opens it with SQLite's
+// mode=ro, as SQLite itself does for a file it may not write (tests use it
+// to get a read-only store even when running as root).
+func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	db, err := gorm.Open(sqlite.Open(sqliteDSN(path, busy, readOnly)), &gorm.Config{
+		Logger:                 newGormLogger(log),
+		NowFunc:                now,
+		SkipDefaultTransaction: true, // single statements are atomic; SaveBatch uses its own transaction
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection: one writer, and per-connection settings (pragmas) that
+	// never change under our feet.
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	sqlDB.SetConnMaxLifetime(0)
+	sqlDB.SetConnMaxIdleTime(0)
+
+	s := &Store{db: db, sql: sqlDB, log: log}
+	fail := func(step string, err error) (*Store, error) {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %s: %w", path, step, err), s.sql.Close())
+	}
+	var mode string
+	if err := sqlDB.QueryRowContext(context.Background(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fail("journal mode", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		// WAL is unavailable on some file systems (no shared memory); the
+		// store still works, with readers and the writer blocking each other.
+		log.Warn("store: SQLite is not in WAL mode", "store", path, "journal_mode", mode)
+	}
+	if err := s.migrate(); err != nil {
+		return fail("create schema", err)
+	}
+	return s, nil
+}
+
+// sqliteDSN builds the mattn/go-sqlite3 DSN: a SQLite URI for path with the
+// connection settings every connection is opened with. _txlock=immediate
+// makes every transaction take the write lock at BEGIN, so a transaction
+// waits for the busy timeout instead of failing at once when it upgrades
+// from reading to writing while another process writes.
+func sqliteDSN(path string, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(max(busy.Milliseconds(), 1), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	q.Set("_loc", "UTC")
+	if readOnly {
+		q.Set("mode", "ro")
+	}
+	return sqliteURIPath(path) + "?" + q.Encode()
+}
+
+// sqliteURIPath turns a file path into the path part of a SQLite URI: the
+// characters that URIs give a meaning to are escaped, and an absolute path
+// gets an empty authority so that "//x" is not read as a host.
+func sqliteURIPath(path string) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if strings.HasPrefix(p, "/") {
+		return "file://" + p
+	}
+	return "file:" + p
+}

@@ -1,0 +1,546 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// runStoreSuite checks the behaviour every backend must have. open must
+// return a new, empty store and close it when the test ends.
+func runStoreSuite(t *testing.T, open func(t *testing.T) *store.Store) {
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open(t)) })
+	t.Run("UpsertOverwrites", func(t *testing.T) { testUpsertOverwrites(t, open(t)) })
+	t.Run("LoadStatesReturnsAll", func(t *testing.T) { testLoadStates(t, open(t)) })
+	t.Run("GetStateMissing", func(t *testing.T) { testGetStateMissing(t, open(t)) })
+	t.Run("DuplicateNamesLastWins", func(t *testing.T) { testDuplicateNames(t, open(t)) })
+	t.Run("SaveBatchAtomic", func(t *testing.T) { testSaveBatchAtomic(t, open(t)) })
+	t.Run("SaveBatchCancelled", func(t *testing.T) { testSaveBatchCancelled(t, open(t)) })
+	t.Run("SaveBatchInvalid", func(t *testing.T) { testSaveBatchInvalid(t, open(t)) })
+	t.Run("HistoryTrim", func(t *testing.T) { testHistoryTrim(t, open(t)) })
+	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
+	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
+	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
+	t.Run("Writable", func(t *testing.T) { testWritable(t, open(t)) })
+}
+
+// base is deliberately not in UTC and carries nanoseconds, to check that the
+// store hands back UTC at microsecond precision.
+func base() time.Time {
+	return time.Date(2026, 11, 30, 10, 5, 0, 123456789, time.FixedZone("UTC+5:30", 5*3600+1800))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// stored is what the store gives back for t.
+func stored(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func storedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return ptr(stored(*t))
+}
+
+// fullState has every field set to a non-zero value.
+func fullState(name string) store.SourceState {
+	b := base()
+	return store.SourceState{
+		Name:                 name,
+		Fingerprint:          "3f2a9c",
+		ConsecutiveFailures:  7,
+		ConsecutiveThrottles: 2,
+		NextRunAt:            ptr(b.Add(time.Minute)),
+		LastRunAt:            ptr(b),
+		LastSuccessAt:        ptr(b.Add(-time.Hour)),
+		LastError:            "GET https://example.com/status: 502 Bad Gateway",
+		LastOutcome:          store.OutcomeFailure,
+		BreakerState:         store.BreakerOpen,
+		BreakerUntil:         ptr(b.Add(30 * time.Second)),
+		ErrorReason:          "10 consecutive failures; last: boom",
+		Paused:               true,
+		PausedReason:         "maintenance",
+		PollsTotal:           120,
+		FailuresTotal:        7,
+		ThrottledTotal:       3,
+		UpdatedAt:            b.Add(-24 * time.Hour), // replaced by the commit time
+	}
+}
+
+// wantState is st as stored, with UpdatedAt taken from got (checked apart).
+func wantState(st store.SourceState, got store.SourceState) store.SourceState {
+	st.NextRunAt = storedPtr(st.NextRunAt)
+	st.LastRunAt = storedPtr(st.LastRunAt)
+	st.LastSuccessAt = storedPtr(st.LastSuccessAt)
+	st.BreakerUntil = storedPtr(st.BreakerUntil)
+	st.UpdatedAt = got.UpdatedAt
+	return st
+}
+
+func checkUTC(t *testing.T, what string, tm *time.Time) {
+	t.Helper()
+	if tm != nil && !tm.IsZero() && tm.Location() != time.UTC {
+		t.Errorf("%s: location %v, want UTC", what, tm.Location())
+	}
+}
+
+func checkState(t *testing.T, got, in store.SourceState, before, after time.Time) {
+	t.Helper()
+	for what, tm := range map[string]*time.Time{
+		"NextRunAt": got.NextRunAt, "LastRunAt": got.LastRunAt, "LastSuccessAt": got.LastSuccessAt,
+		"BreakerUntil": got.BreakerUntil, "UpdatedAt": &got.UpdatedAt,
+	} {
+		checkUTC(t, what, tm)
+	}
+	if got.UpdatedAt.Before(before.Truncate(time.Microsecond)) || got.UpdatedAt.After(after) {
+		t.Errorf("UpdatedAt = %v, want the commit time, within [%v, %v]", got.UpdatedAt, before, after)
+	}
+	if want := wantState(in, got); !reflect.DeepEqual(got, want) {
+		t.Errorf("state round trip:\n got  %s\n want %s", fmtState(got), fmtState(want))
+	}
+}
+
+func fmtState(st store.SourceState) string {
+	f := func(t *time.Time) string {
+		if t == nil {
+			return "nil"
+		}
+		return t.Format(time.RFC3339Nano) + "(" + t.Location().String() + ")"
+	}
+	return fmt.Sprintf("%+v next=%s last=%s success=%s until=%s", st,
+		f(st.NextRunAt), f(st.LastRunAt), f(st.LastSuccessAt), f(st.BreakerUntil))
+}
+
+func save(t *testing.T, s *store.Store, states []store.SourceState, records []store.PollRecord, keep int) {
+	t.Helper()
+	if err := s.SaveBatch(t.Context(), states, records, keep); err != nil {
+		t.Fatalf("SaveBatch: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, s *store.Store, name string) store.SourceState {
+	t.Helper()
+	st, ok, err := s.GetState(t.Context(), name)
+	if err != nil || !ok {
+		t.Fatalf("GetState(%q) = ok %v, err %v; want the state", name, ok, err)
+	}
+	return st
+}
+
+func testRoundTrip(t *testing.T, s *store.Store) {
+	full := fullState("full")
+	empty := store.SourceState{Name: "never-polled"} // every time nil, every field zero
+	before := time.Now()
+	save(t, s, []store.SourceState{full, empty}, nil, 10)
+	after := time.Now()
+
+	checkState(t, mustGet(t, s, "full"), full, before, after)
+	checkState(t, mustGet(t, s, "never-polled"), empty, before, after)
+
+	// SaveBatch does not modify its arguments.
+	if !reflect.DeepEqual(full, fullState("full")) {
+		t.Errorf("SaveBatch modified its argument: %s", fmtState(full))
+	}
+}
+
+func testUpsertOverwrites(t *testing.T, s *store.Store) {
+	save(t, s, []store.SourceState{fullState("a"), fullState("b")}, nil, 10)
+
+	// Every column is written, zero values and nil times included.
+	a2 := store.SourceState{
+		Name:         "a",
+		NextRunAt:    ptr(base().Add(time.Hour)),
+		LastOutcome:  store.OutcomeSuccess,
+		BreakerState: store.BreakerClosed,
+		PollsTotal:   121,
+	}
+	before := time.Now()
+	save(t, s, []store.SourceState{a2}, nil, 10)
+	after := time.Now()
+	checkState(t, mustGet(t, s, "a"), a2, before, after)
+
+	// The other source is untouched.
+	b := mustGet(t, s, "b")
+	if want := wantState(fullState("b"), b); !reflect.DeepEqual(b, want) {
+		t.Errorf("b changed:\n got  %s\n want %s", fmtState(b), fmtState(want))
+	}
+}
+
+func testLoadStates(t *testing.T, s *store.Store) {
+	states, err := s.LoadStates(t.Context())
+	if err != nil || len(states) != 0 || states == nil {
+		t.Fatalf("LoadStates on an empty store = %v (nil: %v), %v; want an empty slice", states, states == nil, err)
+	}
+	// More than one upsert chunk in one batch, then a second batch that
+	// updates some and adds others.
+	const n = 1234
+	var batch []store.SourceState
+	for i := range n {
+		st := fullState(fmt.Sprintf("src-%05d", i))
+		st.PollsTotal = int64(i)
+		batch = append(batch, st)
+	}
+	save(t, s, batch, nil, 10)
+	var batch2 []store.SourceState
+	for i := n - 10; i < n+5; i++ {
+		st := fullState(fmt.Sprintf("src-%05d", i))
+		st.PollsTotal = int64(i) * 1000
+		batch2 = append(batch2, st)
+	}
+	save(t, s, batch2, nil, 10)
+
+	states, err = s.LoadStates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != n+5 {
+		t.Fatalf("LoadStates returned %d states, want %d", len(states), n+5)
+	}
+	for i, st := range states {
+		want := int64(i)
+		if i >= n-10 {
+			want = int64(i) * 1000
+		}
+		if name := fmt.Sprintf("src-%05d", i); st.Name != name || st.PollsTotal != want {
+			t.Fatalf("states[%d] = %s/%d, want %s/%d (sorted by name)", i, st.Name, st.PollsTotal, name, want)
+		}
+		checkUTC(t, "NextRunAt", st.NextRunAt)
+	}
+}
+
+func testGetStateMissing(t *testing.T, s *store.Store) {
+	save(t, s, []store.SourceState{fullState("present")}, nil, 10)
+	st, ok, err := s.GetState(t.Context(), "absent")
+	if err != nil || ok || !reflect.DeepEqual(st, store.SourceState{}) {
+		t.Fatalf("GetState(absent) = %+v, %v, %v; want zero, false, nil", st, ok, err)
+	}
+}
+
+func testDuplicateNames(t *testing.T, s *store.Store) {
+	first, last := fullState("dup"), fullState("dup")
+	first.PollsTotal, last.PollsTotal = 1, 2
+	save(t, s, []store.SourceState{first, fullState("other"), last}, nil, 10)
+	if got := mustGet(t, s, "dup"); got.PollsTotal != 2 {
+		t.Fatalf("PollsTotal = %d, want 2 (the last occurrence wins)", got.PollsTotal)
+	}
+}
+
+func record(src string, started time.Time, outcome string) store.PollRecord {
+	return store.PollRecord{Source: src, StartedAt: started, DurationMs: 12, Outcome: outcome, Bytes: 42}
+}
+
+// checkNothingOf checks that the failed batch left a and c as they were and
+// created no b.
+func checkNothingOf(t *testing.T, s *store.Store, a store.SourceState) {
+	t.Helper()
+	got := mustGet(t, s, "a")
+	if want := wantState(a, got); !reflect.DeepEqual(got, want) {
+		t.Errorf("a changed by a failed batch:\n got  %s\n want %s", fmtState(got), fmtState(want))
+	}
+	if _, ok, err := s.GetState(t.Context(), "b"); err != nil || ok {
+		t.Errorf("GetState(b) = %v, %v; a failed batch must create nothing", ok, err)
+	}
+	hist, err := s.History(t.Context(), "a", 100)
+	if err != nil || len(hist) != 1 {
+		t.Errorf("History(a) = %d records, %v; want the 1 record from before the failed batch", len(hist), err)
+	}
+}
+
+func testSaveBatchAtomic(t *testing.T, s *store.Store) {
+	a := fullState("a")
+	save(t, s, []store.SourceState{a}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	hist, err := s.History(t.Context(), "a", 10)
+	if err != nil || len(hist) != 1 || hist[0].ID == 0 {
+		t.Fatalf("History = %+v, %v; want one record with an ID", hist, err)
+	}
+
+	// The states are written first; the record then violates the primary
+	// key. Nothing of the batch may remain.
+	a2 := a
+	a2.PollsTotal = 999
+	dup := record("a", base().Add(time.Minute), store.OutcomeFailure)
+	dup.ID = hist[0].ID
+	err = s.SaveBatch(t.Context(), []store.SourceState{a2, fullState("b")}, []store.PollRecord{dup}, 10)
+	if err == nil {
+		t.Fatal("SaveBatch with a duplicate record ID succeeded")
+	}
+	t.Logf("expected error: %v", err)
+	checkNothingOf(t, s, a)
+}
+
+func testSaveBatchCancelled(t *testing.T, s *store.Store) {
+	a := fullState("a")
+	save(t, s, []store.SourceState{a}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	a2 := a
+	a2.PollsTotal = 999
+	err := s.SaveBatch(ctx, []store.SourceState{a2, fullState("b")},
+		[]store.PollRecord{record("a", base().Add(time.Minute), store.OutcomeFailure)}, 10)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("SaveBatch with a cancelled context = %v; want context.Canceled", err)
+	}
+	checkNothingOf(t, s, a)
+}
+
+func testSaveBatchInvalid(t *testing.T, s *store.Store) {
+	if err := s.SaveBatch(t.Context(), []store.SourceState{fullState("ok"), {}}, nil, 10); err == nil {
+		t.Error("SaveBatch accepted a state without a name")
+	}
+	if err := s.SaveBatch(t.Context(), nil, []store.PollRecord{record("", base(), store.OutcomeSuccess)}, 10); err == nil {
+		t.Error("SaveBatch accepted a record without a source")
+	}
+	if _, ok, err := s.GetState(t.Context(), "ok"); err != nil || ok {
+		t.Errorf("GetState(ok) = %v, %v; an invalid batch must write nothing", ok, err)
+	}
+	if err := s.SaveBatch(t.Context(), nil, nil, 10); err != nil {
+		t.Errorf("an empty batch: %v", err)
+	}
+}
+
+func startedAts(recs []store.PollRecord) []time.Time {
+	var out []time.Time
+	for _, r := range recs {
+		out = append(out, r.StartedAt)
+	}
+	return out
+}
+
+func testHistoryTrim(t *testing.T, s *store.Store) {
+	// c gets 5 records with trimming off, and no record later: it is not
+	// trimmed by batches that do not concern it.
+	var cRecs []store.PollRecord
+	for i := range 5 {
+		cRecs = append(cRecs, record("c", base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess))
+	}
+	save(t, s, nil, cRecs, 0)
+
+	// Ten batches of one record of a each (and of b every other one), keep 3.
+	for i := range 10 {
+		st := fullState("a")
+		st.PollsTotal = int64(i + 1)
+		recs := []store.PollRecord{record("a", base().Add(time.Duration(i)*time.Minute), store.OutcomeSuccess)}
+		if i%2 == 0 {
+			recs = append(recs, record("b", base().Add(time.Duration(i)*time.Minute), store.OutcomeFailure))
+		}
+		save(t, s, []store.SourceState{st}, recs, 3)
+		hist, err := s.History(t.Context(), "a", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(i+1, 3); len(hist) != want {
+			t.Fatalf("after batch %d: %d records of a, want %d", i, len(hist), want)
+		}
+	}
+	hist, err := s.History(t.Context(), "a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []time.Time
+	for i := 9; i >= 7; i-- {
+		want = append(want, stored(base().Add(time.Duration(i)*time.Minute)))
+	}
+	if got := startedAts(hist); !reflect.DeepEqual(got, want) {
+		t.Errorf("history of a = %v, want the newest 3, newest first: %v", got, want)
+	}
+	if hb, err := s.History(t.Context(), "b", 100); err != nil || len(hb) != 3 {
+		t.Errorf("history of b: %d records, %v; want 3", len(hb), err)
+	}
+	if hc, err := s.History(t.Context(), "c", 100); err != nil || len(hc) != 5 {
+		t.Errorf("history of c: %d records, %v; want its 5 (c got no record since)", len(hc), err)
+	}
+
+	// Ties on started_at are broken by insertion order: the last inserted
+	// records are the newest and are the ones kept.
+	same := base().Add(time.Hour)
+	var tie []store.PollRecord
+	for i := range 4 {
+		r := record("t", same, store.OutcomeSuccess)
+		r.Bytes = int64(i)
+		tie = append(tie, r)
+	}
+	save(t, s, nil, tie, 2)
+	ht, err := s.History(t.Context(), "t", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ht) != 2 || ht[0].Bytes != 3 || ht[1].Bytes != 2 || ht[0].ID <= ht[1].ID {
+		t.Errorf("tied history = %+v; want records 3 then 2", ht)
+	}
+
+	// A batch with more records of one source than keep.
+	var many []store.PollRecord
+	for i := range 10 {
+		many = append(many, record("m", base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess))
+	}
+	save(t, s, nil, many, 3)
+	if hm, err := s.History(t.Context(), "m", 100); err != nil || len(hm) != 3 ||
+		!hm[0].StartedAt.Equal(stored(base().Add(9*time.Second))) {
+		t.Errorf("history of m = %v, %v; want the newest 3", startedAts(hm), err)
+	}
+}
+
+func testHistoryOrder(t *testing.T, s *store.Store) {
+	full := store.PollRecord{
+		Source: "a", StartedAt: base().Add(3 * time.Minute), DurationMs: 1234, Outcome: store.OutcomeFailure,
+		Error: "GET https://example.com/status: 502 Bad Gateway", StatusCode: ptr(502), ExitCode: ptr(3), Bytes: 10 << 20,
+	}
+	// Out of order on purpose, with another source in between.
+	recs := []store.PollRecord{
+		record("a", base().Add(1*time.Minute), store.OutcomeSuccess),
+		full,
+		record("other", base().Add(10*time.Minute), store.OutcomeSuccess),
+		record("a", base().Add(5*time.Minute), store.OutcomeThrottled),
+		record("a", base(), store.OutcomeInterrupted),
+		record("a", base().Add(2*time.Minute), store.OutcomeSuccess),
+	}
+	save(t, s, nil, recs, 0)
+
+	got, err := s.History(t.Context(), "a", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{stored(base().Add(5 * time.Minute)), stored(base().Add(3 * time.Minute)), stored(base().Add(2 * time.Minute))}
+	if !reflect.DeepEqual(startedAts(got), want) {
+		t.Fatalf("History(a, 3) = %v, want %v", startedAts(got), want)
+	}
+	r := got[1]
+	if r.ID == 0 {
+		t.Error("record has no ID")
+	}
+	checkUTC(t, "StartedAt", &r.StartedAt)
+	full.ID, full.StartedAt = r.ID, stored(full.StartedAt)
+	if !reflect.DeepEqual(r, full) {
+		t.Errorf("record round trip:\n got  %+v\n want %+v", r, full)
+	}
+	if got[0].StatusCode != nil || got[0].ExitCode != nil {
+		t.Errorf("nil codes came back as %v, %v", got[0].StatusCode, got[0].ExitCode)
+	}
+	if all, err := s.History(t.Context(), "a", 100); err != nil || len(all) != 5 {
+		t.Errorf("History(a, 100) = %d records, %v; want all 5", len(all), err)
+	}
+	if none, err := s.History(t.Context(), "a", 0); err != nil || len(none) != 0 {
+		t.Errorf("History(a, 0) = %d records, %v; want none", len(none), err)
+	}
+	if unknown, err := s.History(t.Context(), "unknown", 10); err != nil || unknown == nil || len(unknown) != 0 {
+		t.Errorf("History(unknown) = %v, %v; want an empty, non-nil slice", unknown, err)
+	}
+}
+
+func testCommands(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	pending, err := s.PendingCommands(ctx)
+	if err != nil || pending == nil || len(pending) != 0 {
+		t.Fatalf("PendingCommands on an empty store = %v, %v; want an empty slice", pending, err)
+	}
+	before := time.Now()
+	cmds := []*store.Command{
+		{Source: "a", Action: "pause", Reason: "maintenance"},
+		{Source: "b", Action: "trigger"},
+		{Source: "c", Action: "reset"},
+	}
+	for _, c := range cmds {
+		if err := s.EnqueueCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := time.Now()
+	for i, c := range cmds {
+		if c.ID == 0 || (i > 0 && c.ID <= cmds[i-1].ID) {
+			t.Errorf("command %d has ID %d; want increasing IDs", i, c.ID)
+		}
+		checkUTC(t, "CreatedAt", &c.CreatedAt)
+		if c.CreatedAt.Before(before.Truncate(time.Microsecond)) || c.CreatedAt.After(after) {
+			t.Errorf("CreatedAt = %v, want now", c.CreatedAt)
+		}
+	}
+
+	pending, err = s.PendingCommands(ctx)
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("PendingCommands = %v, %v; want 3", pending, err)
+	}
+	for i := range pending {
+		if !reflect.DeepEqual(pending[i], *cmds[i]) {
+			t.Errorf("pending[%d] = %+v, want %+v (oldest first)", i, pending[i], *cmds[i])
+		}
+	}
+
+	if err := s.CompleteCommand(ctx, cmds[1].ID, "source b is paused", "conflict"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteCommand(ctx, cmds[0].ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	pending, err = s.PendingCommands(ctx)
+	if err != nil || len(pending) != 1 || pending[0].ID != cmds[2].ID {
+		t.Fatalf("PendingCommands after completing two = %+v, %v; want only command 3", pending, err)
+	}
+
+	got, err := s.GetCommand(ctx, cmds[1].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DoneAt == nil || got.Result != "source b is paused" || got.Code != "conflict" || got.Source != "b" || got.Action != "trigger" {
+		t.Errorf("completed command = %+v", got)
+	}
+	checkUTC(t, "DoneAt", got.DoneAt)
+
+	// Completing again keeps the first result.
+	if err := s.CompleteCommand(ctx, cmds[1].ID, "other", "not_found"); err != nil {
+		t.Errorf("completing a done command: %v", err)
+	}
+	if again, err := s.GetCommand(ctx, cmds[1].ID); err != nil || !reflect.DeepEqual(again, got) {
+		t.Errorf("command after a second completion = %+v, %v; want %+v", again, err, got)
+	}
+
+	if err := s.CompleteCommand(ctx, 999999, "", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CompleteCommand(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetCommand(ctx, 999999); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetCommand(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := s.EnqueueCommand(ctx, nil); err == nil {
+		t.Error("EnqueueCommand(nil) succeeded")
+	}
+}
+
+func testPendingBounded(t *testing.T, s *store.Store) {
+	var first uint64
+	for i := range store.MaxPendingCommands + 5 {
+		c := &store.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
+		if err := s.EnqueueCommand(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = c.ID
+		}
+	}
+	pending, err := s.PendingCommands(t.Context())
+	if err != nil || len(pending) != store.MaxPendingCommands || pending[0].ID != first {
+		t.Fatalf("PendingCommands = %d commands, %v; want the oldest %d", len(pending), err, store.MaxPendingCommands)
+	}
+}
+
+func testWritable(t *testing.T, s *store.Store) {
+	for range 2 {
+		if err := s.Writable(t.Context()); err != nil {
+			t.Fatalf("Writable: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Writable(ctx); err == nil {
+		t.Error("Writable with a cancelled context succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Writable(t.Context()); err == nil {
+		t.Error("Writable on a closed store succeeded")
+	}
+}
