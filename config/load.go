@@ -176,6 +176,16 @@ func (l *loader) secret(s string) {
 	l.secrets = append(l.secrets, s)
 }
 
+// containsSecret reports whether s contains a secret recorded so far.
+func (l *loader) containsSecret(s string) bool {
+	for _, x := range l.secrets {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
 // finish formats, redacts and de-duplicates the problems.
 func (l *loader) finish() Problems {
 	if len(l.probs) == 0 {
@@ -658,9 +668,14 @@ func (l *loader) common(b *inherited, p pair, prefix string) bool {
 	switch p.key {
 	case "schedule":
 		if v, ok := l.scalar(p.val, path, "a schedule"); ok {
-			s, err := ParseSchedule(v)
+			s, err := parseSchedule(v)
 			if err != nil {
-				l.addf(path, "%v", err)
+				var ce *cronError
+				if errors.As(err, &ce) && l.containsSecret(v) {
+					// The parser's message may quote parts of a secret.
+					err = errors.New("invalid cron expression")
+				}
+				l.addf(path, "invalid schedule %q: %v", v, err)
 			} else {
 				b.scheduleSpec, b.schedule = strings.TrimSpace(v), s
 			}
@@ -783,9 +798,9 @@ func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 				}
 			case "rate":
 				if v, ok := l.scalar(g.val, kp, "a rate"); ok {
-					r, err := ParseRate(v)
+					r, err := parseRate(v)
 					if err != nil {
-						l.addf(kp, "%v", err)
+						l.addf(kp, "invalid rate %q: %v", v, err)
 						lim.Rate = -1
 					} else {
 						lim.Rate = r
@@ -945,8 +960,8 @@ func (l *loader) source(n *yaml.Node, prefix string, b inherited, groups map[str
 			s.ExpectStatus = l.expectStatus(p.val, path)
 		case "max_body":
 			if v, ok := l.scalar(p.val, path, "a size"); ok {
-				if sz, err := ParseSize(v); err != nil {
-					l.addf(path, "%v", err)
+				if sz, err := parseSize(v); err != nil {
+					l.addf(path, "invalid size %q: %v", v, err)
 				} else if sz <= 0 {
 					l.addf(path, "must be greater than 0")
 				} else {

@@ -502,7 +502,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"expect_status type", "sources:" + apiSource + "    expect_status: 200\n", nil, "sources[name=api].expect_status: expected a list"},
 		{"max_body zero", "sources:" + apiSource + "    max_body: 0\n", nil, "sources[name=api].max_body: "},
 		{"max_body unit", "sources:" + apiSource + "    max_body: 10XB\n", nil, "sources[name=api].max_body: "},
-		{"schedule never", "sources:" + apiSource + "    schedule: \"0 0 30 2 *\"\n", nil, "sources[name=api].schedule: schedule never fires"},
+		{"schedule never", "sources:" + apiSource + "    schedule: \"0 0 30 2 *\"\n", nil, "sources[name=api].schedule: invalid schedule \"0 0 30 2 *\": never fires"},
 		{"schedule too fast", "sources:" + apiSource + "    schedule: \"@every 10ms\"\n", nil, "sources[name=api].schedule: "},
 		{"schedule tz", "sources:" + apiSource + "    schedule: \"CRON_TZ=Mars/Olympus 0 * * * *\"\n", nil, "sources[name=api].schedule: "},
 		{"timeout no unit", "sources:" + apiSource + "    timeout: 10\n", nil, "sources[name=api].timeout: "},
@@ -526,7 +526,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"duplicate key", "concurrency: 1\nconcurrency: 2\n", nil, "concurrency: duplicate key"},
 		{"top-level list", "- a\n- b\n", nil, "config.yaml: "},
 		{"syntax error", "concurrency: 1\nlog:\n  level: [\n", nil, "config.yaml:"},
-		{"two documents", "concurrency: 1\n---\nconcurrency: 2\n", nil, "config.yaml:3: "},
+		{"two documents", "concurrency: 1\n---\nconcurrency: 2\n", nil, "config.yaml:2: "},
 	}
 	if len(cases) < 25 {
 		t.Fatal("too few cases")

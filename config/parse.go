@@ -27,6 +27,15 @@ var (
 // ParseSize parses a size in bytes: "1024", "512B", "10KiB", "10MiB" or
 // "1GiB". Negative sizes and sizes that overflow int64 are errors.
 func ParseSize(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid size %q: %w", s, err)
+	}
+	return n, nil
+}
+
+// parseSize is ParseSize with errors that do not repeat the input.
+func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	num, mult := t, int64(1)
 	for _, u := range []struct {
@@ -39,17 +48,14 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	if strings.HasPrefix(num, "-") {
-		return 0, fmt.Errorf("invalid size %q: must not be negative", s)
+		return 0, errors.New("must not be negative")
 	}
 	if !digitsRE.MatchString(num) {
-		return 0, fmt.Errorf("invalid size %q: use bytes or KiB, MiB, GiB (e.g. 10MiB)", s)
+		return 0, errors.New("use bytes or KiB, MiB, GiB (e.g. 10MiB)")
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size %q: %w", s, err)
-	}
-	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("invalid size %q: too large", s)
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, errors.New("too large")
 	}
 	return n * mult, nil
 }
@@ -57,10 +63,19 @@ func ParseSize(s string) (int64, error) {
 // ParseRate parses a rate "N/s", "N/m" or "N/h" (N > 0, decimals allowed)
 // and returns it in events per second.
 func ParseRate(s string) (float64, error) {
+	r, err := parseRate(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid rate %q: %w", s, err)
+	}
+	return r, nil
+}
+
+// parseRate is ParseRate with errors that do not repeat the input.
+func parseRate(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	i := strings.LastIndexByte(t, '/')
 	if i < 0 {
-		return 0, fmt.Errorf("invalid rate %q: use N/s, N/m or N/h (e.g. 10/s)", s)
+		return 0, errors.New("use N/s, N/m or N/h (e.g. 10/s)")
 	}
 	num, unit := strings.TrimSpace(t[:i]), strings.TrimSpace(t[i+1:])
 	var per float64
@@ -72,18 +87,15 @@ func ParseRate(s string) (float64, error) {
 	case "h":
 		per = 3600
 	default:
-		return 0, fmt.Errorf("invalid rate %q: unit must be s, m or h", s)
+		return 0, errors.New("unit must be s, m or h")
 	}
 	if !decimalRE.MatchString(num) {
-		return 0, fmt.Errorf("invalid rate %q: use N/s, N/m or N/h (e.g. 10/s)", s)
+		return 0, errors.New("use N/s, N/m or N/h with a positive number N (e.g. 10/s)")
 	}
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("invalid rate %q: %w", s, err)
-	}
 	r := n / per
-	if !(r > 0) || math.IsInf(r, 0) {
-		return 0, fmt.Errorf("invalid rate %q: must be greater than 0", s)
+	if err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return 0, errors.New("must be a finite number greater than 0")
 	}
 	return r, nil
 }
@@ -100,6 +112,23 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
 // time zone prefix are evaluated in the location of the time given to Next.
 // A schedule that never fires is an error.
 func ParseSchedule(spec string) (Schedule, error) {
+	s, err := parseSchedule(spec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schedule %q: %w", spec, err)
+	}
+	return s, nil
+}
+
+// cronError is an error of the cron parser. Unlike the other errors of
+// parseSchedule, its text may repeat parts of the input.
+type cronError struct{ err error }
+
+func (e *cronError) Error() string { return e.err.Error() }
+func (e *cronError) Unwrap() error { return e.err }
+
+// parseSchedule is ParseSchedule with errors that do not repeat the input,
+// except for *cronError.
+func parseSchedule(spec string) (Schedule, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
 		return nil, errors.New("empty schedule")
@@ -113,16 +142,16 @@ func ParseSchedule(spec string) (Schedule, error) {
 		}
 		name := rest[:i]
 		if name == "" {
-			return nil, errors.New("missing time zone name after TZ=")
+			return nil, errors.New("missing time zone name")
 		}
 		l, err := time.LoadLocation(name)
 		if err != nil {
-			return nil, fmt.Errorf("unknown time zone %q: %w", name, err)
+			return nil, errors.New("unknown time zone")
 		}
 		loc = l
 		s = strings.TrimSpace(rest[i:])
 		if s == "" {
-			return nil, errors.New("missing schedule after time zone")
+			return nil, errors.New("missing schedule after the time zone")
 		}
 	}
 	if rest, ok := strings.CutPrefix(s, "@every"); ok && (rest == "" || unicode.IsSpace(rune(rest[0]))) {
@@ -132,16 +161,16 @@ func ParseSchedule(spec string) (Schedule, error) {
 		}
 		d, err := time.ParseDuration(ds)
 		if err != nil {
-			return nil, fmt.Errorf("invalid @every duration: %w", err)
+			return nil, errors.New("invalid @every duration (use e.g. 500ms, 30s, 5m)")
 		}
 		if d < MinEvery {
-			return nil, fmt.Errorf("@every duration %s is shorter than the minimum %s", d, MinEvery)
+			return nil, fmt.Errorf("@every duration must be at least %s", MinEvery)
 		}
 		return Every{D: d}, nil
 	}
 	sched, err := parseCron(s)
 	if err != nil {
-		return nil, fmt.Errorf("invalid schedule: %w", err)
+		return nil, &cronError{err: err}
 	}
 	if loc != nil {
 		if ss, ok := sched.(*cron.SpecSchedule); ok {
@@ -149,7 +178,7 @@ func ParseSchedule(spec string) (Schedule, error) {
 		}
 	}
 	if sched.Next(time.Now()).IsZero() {
-		return nil, errors.New("schedule never fires")
+		return nil, errors.New("never fires")
 	}
 	return sched, nil
 }
@@ -158,12 +187,12 @@ func ParseSchedule(spec string) (Schedule, error) {
 func parseCron(s string) (sched cron.Schedule, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			sched, err = nil, fmt.Errorf("cannot parse %q", s)
+			sched, err = nil, errors.New("cannot parse cron expression")
 		}
 	}()
 	sched, err = cronParser.Parse(s)
 	if err == nil && sched == nil {
-		err = fmt.Errorf("cannot parse %q", s)
+		err = errors.New("cannot parse cron expression")
 	}
 	return sched, err
 }

@@ -122,6 +122,8 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 	if err != nil {
 		return nil, err
 	}
+	// A source never has more than history.keep records.
+	n = min(n, int(s.keep.Load()))
 	out := s.flush.pendingRecords(name)
 	if len(out) >= n {
 		return out[:n], nil

@@ -46,20 +46,20 @@ func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
 	sqlDB.SetConnMaxIdleTime(0)
 
 	s := &Store{db: db, sql: sqlDB, log: log}
-	fail := func(step string, err error) (*Store, error) {
-		return nil, errors.Join(fmt.Errorf("store: open %s: %s: %w", path, step, err), s.sql.Close())
+	fail := func(err error) (*Store, error) {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), s.sql.Close())
 	}
 	var mode string
 	if err := sqlDB.QueryRowContext(context.Background(), "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fail("journal mode", err)
+		return fail(fmt.Errorf("journal mode: %w", err))
 	}
 	if !strings.EqualFold(mode, "wal") {
 		// WAL is unavailable on some file systems (no shared memory); the
 		// store still works, with readers and the writer blocking each other.
 		log.Warn("store: SQLite is not in WAL mode", "store", path, "journal_mode", mode)
 	}
-	if err := s.migrate(); err != nil {
-		return fail("create schema", err)
+	if err := s.setup(); err != nil {
+		return fail(err)
 	}
 	return s, nil
 }

@@ -53,6 +53,10 @@ var ErrNotFound = errors.New("not found")
 const trimSQL = "DELETE FROM " + tableRecords + " WHERE source = ? AND id NOT IN (" +
 	"SELECT id FROM " + tableRecords + " WHERE source = ? ORDER BY started_at DESC, id DESC LIMIT ?)"
 
+const trimWindowSQL = "DELETE FROM " + tableRecords + " WHERE id IN (SELECT id FROM (" +
+	"SELECT id, ROW_NUMBER() OVER (PARTITION BY source ORDER BY started_at DESC, id DESC) AS rn FROM " + tableRecords +
+	" WHERE source IN ?) ranked WHERE rn > ?)"
+
 // TableName pins the table of SourceState.
 func (SourceState) TableName() string { return tableStates }
 
@@ -95,6 +99,8 @@ type Store struct {
 	db  *gorm.DB
 	sql *sql.DB
 	log *slog.Logger
+	// upsertStates replaces every column of a stored state but its name.
+	upsertStates clause.OnConflict
 }
 
 // Open opens the store at dsn, creating the database and its schema if
@@ -154,6 +160,39 @@ func (r *PollRecord) normalize() {
 func (c *Command) normalize() {
 	c.CreatedAt = normTime(c.CreatedAt)
 	c.DoneAt = normTimePtr(c.DoneAt)
+}
+
+// stateUpsert builds the ON CONFLICT clause of SaveBatch from the schema of
+// SourceState, so that a field added later is written too. It lists the
+// columns itself instead of gorm's UpdateAll, which would set updated_at to
+// a clock reading of its own rather than the stored value.
+func stateUpsert(db *gorm.DB) (clause.OnConflict, error) {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(&SourceState{}); err != nil {
+		return clause.OnConflict{}, err
+	}
+	var cols []string
+	for _, name := range stmt.Schema.DBNames {
+		if f := stmt.Schema.FieldsByDBName[name]; !f.PrimaryKey && f.Creatable && f.Updatable {
+			cols = append(cols, name)
+		}
+	}
+	return clause.OnConflict{
+		Columns:   []clause.Column{{Name: "name"}},
+		DoUpdates: clause.AssignmentColumns(cols),
+	}, nil
+}
+
+// setup readies a freshly opened store: schema, then prepared clauses.
+func (s *Store) setup() error {
+	if err := s.migrate(); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	var err error
+	if s.upsertStates, err = stateUpsert(s.db); err != nil {
+		return fmt.Errorf("parse schema: %w", err)
+	}
+	return nil
 }
 
 // migrate creates or updates the schema. When a table is missing (a new
@@ -239,7 +278,7 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 	if err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
-	upsert := clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, UpdateAll: true}
+	upsert := s.upsertStates
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for chunk := range slices.Chunk(sts, upsertChunk) {
 			if err := tx.Clauses(upsert).Create(&chunk).Error; err != nil {
@@ -254,9 +293,9 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 		if keep <= 0 {
 			return nil
 		}
-		for _, src := range sources {
-			if err := tx.Exec(trimSQL, src, src, keep).Error; err != nil {
-				return fmt.Errorf("trim history of %q: %w", src, err)
+		for chunk := range slices.Chunk(sources, upsertChunk) {
+			if err := tx.Exec(trimWindowSQL, chunk, keep).Error; err != nil {
+				return fmt.Errorf("trim history: %w", err)
 			}
 		}
 		return nil

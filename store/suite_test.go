@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
+	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("Writable", func(t *testing.T) { testWritable(t, open(t)) })
 }
 
@@ -430,6 +432,16 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 	if unknown, err := s.History(t.Context(), "unknown", 10); err != nil || unknown == nil || len(unknown) != 0 {
 		t.Errorf("History(unknown) = %v, %v; want an empty, non-nil slice", unknown, err)
 	}
+
+	// Order is by instant, whatever zone the times came in: 10:00 UTC given
+	// as 15:30+05:30 is older than 11:00 UTC given as 04:00-07:00.
+	east := time.Date(2026, 1, 1, 15, 30, 0, 0, time.FixedZone("E", 5*3600+1800))
+	west := time.Date(2026, 1, 1, 4, 0, 0, 0, time.FixedZone("W", -7*3600))
+	save(t, s, nil, []store.PollRecord{record("z", west, store.OutcomeSuccess), record("z", east, store.OutcomeSuccess)}, 1)
+	hz, err := s.History(t.Context(), "z", 10)
+	if err != nil || len(hz) != 1 || !hz[0].StartedAt.Equal(west) {
+		t.Errorf("History(z) = %v, %v; want only %v (the newest)", startedAts(hz), err, west.UTC())
+	}
 }
 
 func testCommands(t *testing.T, s *store.Store) {
@@ -542,5 +554,49 @@ func testWritable(t *testing.T, s *store.Store) {
 	}
 	if err := s.Writable(t.Context()); err == nil {
 		t.Error("Writable on a closed store succeeded")
+	}
+}
+
+// testConcurrent uses one store from several goroutines at once, as the
+// daemon does (flusher, admin API, command loop, watchdog).
+func testConcurrent(t *testing.T, s *store.Store) {
+	const workers, rounds = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Go(func() {
+			name := fmt.Sprint("w", w)
+			for i := range rounds {
+				st := fullState(name)
+				st.PollsTotal = int64(i + 1)
+				rec := record(name, base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess)
+				if err := s.SaveBatch(t.Context(), []store.SourceState{st}, []store.PollRecord{rec}, 5); err != nil {
+					errs <- err
+				}
+				if _, err := s.LoadStates(t.Context()); err != nil {
+					errs <- err
+				}
+				if _, err := s.History(t.Context(), name, 10); err != nil {
+					errs <- err
+				}
+				if err := s.Writable(t.Context()); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for w := range workers {
+		name := fmt.Sprint("w", w)
+		if st := mustGet(t, s, name); st.PollsTotal != rounds {
+			t.Errorf("%s: PollsTotal %d, want %d", name, st.PollsTotal, rounds)
+		}
+		if h, err := s.History(t.Context(), name, 100); err != nil || len(h) != 5 {
+			t.Errorf("%s: %d records, %v; want 5", name, len(h), err)
+		}
 	}
 }

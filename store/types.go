@@ -68,7 +68,9 @@ type Command struct {
 	Action    string `gorm:"size:16"` // reset | pause | resume | trigger
 	Reason    string
 	CreatedAt time.Time
-	DoneAt    *time.Time
+	// DoneAt is nil while the command is pending (indexed: the daemon asks
+	// for pending commands every second or so).
+	DoneAt *time.Time `gorm:"index"`
 	// Result is "" on success, else the error text shown to the user.
 	Result string
 	// Code classifies a failed result: "not_found", "conflict" or "".

@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Rule 3.1: 60 sources on "@every 1s" against an endpoint that holds each
+// request 300ms, with concurrency 4: never more than 4 polls in flight, never
+// two for one source.
+func TestGlobalConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 4\nshutdown_timeout: 5s\nsources:\n")
+	var paths []string
+	for i := 0; i < 60; i++ {
+		p := fmt.Sprintf("/cap/s%02d", i)
+		paths = append(paths, p)
+		u.Set(p, behavior{Hold: 300 * time.Millisecond})
+		fmt.Fprintf(&b, "  - {name: s%02d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s}\n", i, u.URL(p))
+	}
+	in.writeConfig(b.String())
+	d := in.start()
+
+	if v := d.metric("pacer_concurrency_limit", ""); v != 4 {
+		t.Errorf("pacer_concurrency_limit = %v, want 4", v)
+	}
+	// Sample the inflight gauge for 6 seconds.
+	maxInflight := 0.0
+	end := time.Now().Add(6 * time.Second)
+	for time.Now().Before(end) {
+		if v := d.metric("pacer_inflight", ""); v > maxInflight {
+			maxInflight = v
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	total := 0
+	for _, p := range paths {
+		total += u.Count(p)
+		if pk := u.PeakPath(p); pk > 1 {
+			t.Errorf("%s had %d requests in flight at once; a source never has two polls in flight", p, pk)
+		}
+	}
+	if pk := u.Peak(); pk > 4 {
+		t.Errorf("upstream saw %d requests in flight at once; concurrency is 4", pk)
+	} else if pk < 4 {
+		t.Errorf("upstream peak was %d in flight with 60 saturating sources; the cap of 4 should be used", pk)
+	}
+	if maxInflight > 4 {
+		t.Errorf("pacer_inflight reached %v; concurrency is 4", maxInflight)
+	}
+	// 4 permits x 6s / 0.3s = 80 polls at most; demand is 60/s.
+	if total < 30 {
+		t.Errorf("only %d polls in ~6s with 4 permits and 300ms polls: the daemon is not using its permits", total)
+	}
+	if v := d.metric("pacer_polls_total", `outcome="skipped"`); v < 1 {
+		t.Errorf(`pacer_polls_total{outcome="skipped"} = %v; 60 sources at 1/s on 4 permits must skip ticks`, v)
+	}
+}
+
+// Rule 3.1: a tick arriving while the source's poll still runs is skipped
+// and counted.
+func TestSkippedTicksCounted(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	u.Set("/slow", behavior{Hold: 2500 * time.Millisecond})
+	in.writeConfig(`concurrency: 4
+shutdown_timeout: 5s
+sources:
+  - {name: slow, type: http, url: "` + u.URL("/slow") + `", schedule: "@every 1s", timeout: 5s}
+`)
+	d := in.start()
+	eventually(t, 10*time.Second, `pacer_polls_total{outcome="skipped"} >= 2 after a 2.5s poll on 1s ticks`, func() error {
+		if v := d.metric("pacer_polls_total", `outcome="skipped"`); v < 2 {
+			return errf("skipped = %v (polls of slow so far: %d)", v, u.Count("/slow"))
+		}
+		return nil
+	})
+	u.waitArrivals(t, "/slow", 2, 6*time.Second)
+	if pk := u.PeakPath("/slow"); pk > 1 {
+		t.Errorf("slow had %d polls in flight at once", pk)
+	}
+	ts := u.Times("/slow")
+	for i := 1; i < len(ts); i++ {
+		if gap := ts[i].Sub(ts[i-1]); gap < 2500*time.Millisecond {
+			t.Errorf("slow polled %s after the previous poll started, before that 2.5s poll ended", gap)
+		}
+	}
+	if o := d.source("slow"); o.State != "ok" {
+		t.Errorf("slow: state %q, want ok: %s", o.State, o)
+	}
+}
+
+// Rule 3.2: a group {concurrency: 2, rate: 5/s} with 10 members never has more
+// than 2 in flight and starts at most burst + 5/s over any window.
+func TestLimitGroupCaps(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 8\nshutdown_timeout: 5s\nlimits:\n  grp: {concurrency: 2, rate: 5/s}\nsources:\n")
+	var paths []string
+	for i := 0; i < 10; i++ {
+		p := fmt.Sprintf("/grp/m%02d", i)
+		paths = append(paths, p)
+		u.Set(p, behavior{Hold: 300 * time.Millisecond})
+		fmt.Fprintf(&b, "  - {name: m%02d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s, limit: grp}\n", i, u.URL(p))
+	}
+	in.writeConfig(b.String())
+	in.start()
+
+	start := time.Now()
+	sleepUntil(start.Add(7 * time.Second))
+	var ts []time.Time
+	for _, p := range paths {
+		ts = append(ts, u.Times(p)...)
+		if pk := u.PeakPath(p); pk > 1 {
+			t.Errorf("%s: %d polls in flight at once", p, pk)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	if pk := u.PeakTag("grp"); pk > 2 {
+		t.Errorf("group grp had %d polls in flight at once; its concurrency is 2", pk)
+	}
+	if len(ts) == 0 {
+		t.Fatalf("no member of the group was polled in 7s")
+	}
+	// Token bucket of 5/s, burst 1: at most 1 + 5*W starts in any window of
+	// W seconds; one more is tolerated for timing noise.
+	const window = 2 * time.Second
+	maxIn := 0
+	for i := range ts {
+		n := 0
+		for j := i; j < len(ts) && ts[j].Sub(ts[i]) < window; j++ {
+			n++
+		}
+		maxIn = max(maxIn, n)
+	}
+	if maxIn > 12 {
+		t.Errorf("group grp started %d polls within %s; rate 5/s burst 1 allows 11", maxIn, window)
+	}
+	// Demand is 10/s, so the group should run close to its rate.
+	span := ts[len(ts)-1].Sub(ts[0])
+	if span > 4*time.Second {
+		if rate := float64(len(ts)-1) / span.Seconds(); rate < 3 || rate > 5.6 {
+			t.Errorf("group grp started %.1f polls/s over %s; want about 5/s", rate, span.Round(time.Millisecond))
+		}
+	} else {
+		t.Errorf("group grp polls spanned only %s of 7s (%d polls)", span, len(ts))
+	}
+}
+
+// Rule 3.2: a poll waiting for its group holds no global permit, so a
+// saturated group (members hang) never starves a source outside it.
+func TestLimitGroupDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 3\nshutdown_timeout: 2s\nlimits:\n  hog: {concurrency: 2}\nsources:\n")
+	for i := 0; i < 10; i++ {
+		p := fmt.Sprintf("/hog/m%02d", i)
+		u.Set(p, behavior{Hang: true})
+		fmt.Fprintf(&b, "  - {name: hog%02d, type: http, url: %q, schedule: \"@every 1s\", timeout: 60s, limit: hog}\n", i, u.URL(p))
+	}
+	fmt.Fprintf(&b, "  - {name: free, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s}\n", u.URL("/free"))
+	in.writeConfig(b.String())
+	d := in.start()
+
+	eventually(t, 5*time.Second, "2 members of group hog hanging", func() error {
+		if n := u.InflightTag("hog"); n < 2 {
+			return errf("%d in flight", n)
+		}
+		return nil
+	})
+	t0 := time.Now()
+	maxInflight := 0.0
+	for time.Now().Before(t0.Add(6 * time.Second)) {
+		maxInflight = max(maxInflight, d.metric("pacer_inflight", ""))
+		time.Sleep(100 * time.Millisecond)
+	}
+	var ts []time.Time
+	for _, a := range u.Arrivals("/free") {
+		if !a.At.Before(t0) {
+			ts = append(ts, a.At)
+		}
+	}
+	if len(ts) < 4 {
+		t.Errorf("free was polled %d times in 6s on @every 1s while group hog is saturated; it is starved", len(ts))
+	}
+	prev := t0
+	for _, at := range ts {
+		if gap := at.Sub(prev); gap > 2200*time.Millisecond {
+			t.Errorf("free went %s without a poll while group hog is saturated", gap.Round(time.Millisecond))
+		}
+		prev = at
+	}
+	if gap := time.Since(prev); gap > 2200*time.Millisecond {
+		t.Errorf("free not polled for the last %s", gap.Round(time.Millisecond))
+	}
+	if pk := u.PeakTag("hog"); pk > 2 {
+		t.Errorf("group hog had %d in flight; its concurrency is 2", pk)
+	}
+	if maxInflight > 3 {
+		t.Errorf("pacer_inflight reached %v; concurrency is 3", maxInflight)
+	}
+}
+
+// Section 2: "@every D" sources are first polled at a stable offset within
+// the first D (spread, not all at once), then every D; six-field cron and
+// CRON_TZ work.
+func TestScheduleFirstTickAndCron(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 16\nshutdown_timeout: 5s\nsources:\n")
+	var paths []string
+	for i := 0; i < 12; i++ {
+		p := fmt.Sprintf("/ft/s%02d", i)
+		paths = append(paths, p)
+		fmt.Fprintf(&b, "  - {name: every%02d, type: http, url: %q, schedule: \"@every 4s\"}\n", i, u.URL(p))
+	}
+	fmt.Fprintf(&b, "  - {name: cron, type: http, url: %q, schedule: \"*/2 * * * * *\"}\n", u.URL("/cron"))
+	fmt.Fprintf(&b, "  - {name: crontz, type: http, url: %q, schedule: \"CRON_TZ=Asia/Tokyo */2 * * * * *\"}\n", u.URL("/crontz"))
+	in.writeConfig(b.String())
+	if r := in.cli("validate"); r.code != 0 {
+		t.Fatalf("validate: %s", r)
+	}
+	d := in.start()
+	loaded := d.started
+
+	for _, p := range paths {
+		u.waitArrivals(t, p, 2, 11*time.Second)
+	}
+	var firsts []time.Time
+	for _, p := range paths {
+		ts := u.Times(p)
+		firsts = append(firsts, ts[0])
+		if late := ts[0].Sub(loaded); late > 4*time.Second+1500*time.Millisecond {
+			t.Errorf("%s: first poll %s after start; @every 4s must fire within the first 4s", p, late.Round(time.Millisecond))
+		}
+		if gap := ts[1].Sub(ts[0]); gap < 3800*time.Millisecond || gap > 4800*time.Millisecond {
+			t.Errorf("%s: polls %s apart on @every 4s", p, gap.Round(time.Millisecond))
+		}
+	}
+	sort.Slice(firsts, func(i, j int) bool { return firsts[i].Before(firsts[j]) })
+	if spread := firsts[len(firsts)-1].Sub(firsts[0]); spread < time.Second {
+		t.Errorf("12 sources on @every 4s loaded together first fired within %s of each other; they should be spread over the period", spread)
+	}
+	for _, p := range []string{"/cron", "/crontz"} {
+		u.waitArrivals(t, p, 3, 5*time.Second)
+		ts := u.Times(p)
+		for i, at := range ts {
+			if ms := at.UnixMilli() % 2000; ms > 700 {
+				t.Errorf("%s: poll at %s is not on an even second (\"*/2 * * * * *\")", p, at.UTC().Format("15:04:05.000"))
+			}
+			if i > 0 {
+				if gap := at.Sub(ts[i-1]); gap < 1500*time.Millisecond || gap > 2700*time.Millisecond {
+					t.Errorf("%s: polls %s apart on \"*/2 * * * * *\"", p, gap.Round(time.Millisecond))
+				}
+			}
+		}
+	}
+	if o := d.source("crontz"); o.Schedule != "CRON_TZ=Asia/Tokyo */2 * * * * *" || o.State != "ok" {
+		t.Errorf("crontz: %s", o)
+	}
+}

@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// behavior is how the fake upstream answers on one path. The zero value
+// answers 200 with an empty body at once.
+type behavior struct {
+	Status       int           // 0 = 200
+	RetryAfter   string        // Retry-After header value, if not ""
+	RetryAfterIn time.Duration // if > 0: Retry-After as an HTTP date this far ahead
+	Hold         time.Duration // wait this long before answering
+	Hang         bool          // wait until Release (or the client goes away)
+	Body         int           // body size in bytes
+}
+
+// arrival is one request as the upstream saw it.
+type arrival struct {
+	At     time.Time
+	Header http.Header
+	Query  url.Values
+	Raw    string // the request URI
+}
+
+type gauge struct{ cur, peak int }
+
+func (g *gauge) inc() {
+	g.cur++
+	if g.cur > g.peak {
+		g.peak = g.cur
+	}
+}
+
+func (g *gauge) dec() { g.cur-- }
+
+type pathStat struct {
+	beh       behavior
+	release   chan struct{}
+	arrivals  []arrival
+	g         gauge
+	completed int // answered
+	cancelled int // the client went away first
+}
+
+// upstream is a fake HTTP upstream whose behaviour per path can be changed at
+// run time. It records every arrival with its time and the peak number of
+// requests in flight: overall, per path and per tag (the first path segment,
+// "/g/m1" has tag "g").
+type upstream struct {
+	t     testing.TB
+	srv   *httptest.Server
+	mu    sync.Mutex
+	paths map[string]*pathStat
+	tags  map[string]*gauge
+	all   gauge
+	done  chan struct{}
+}
+
+func newUpstream(t testing.TB) *upstream {
+	u := &upstream{t: t, paths: map[string]*pathStat{}, tags: map[string]*gauge{}, done: make(chan struct{})}
+	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(func() {
+		close(u.done)
+		u.srv.Close()
+	})
+	return u
+}
+
+// URL is the absolute URL of path on the upstream.
+func (u *upstream) URL(path string) string { return u.srv.URL + path }
+
+func tagOf(path string) string {
+	p := strings.TrimPrefix(path, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// stat returns the record of path. mu held.
+func (u *upstream) stat(path string) *pathStat {
+	ps := u.paths[path]
+	if ps == nil {
+		ps = &pathStat{release: make(chan struct{})}
+		u.paths[path] = ps
+	}
+	return ps
+}
+
+func (u *upstream) tag(path string) *gauge {
+	g := u.tags[tagOf(path)]
+	if g == nil {
+		g = &gauge{}
+		u.tags[tagOf(path)] = g
+	}
+	return g
+}
+
+// Set changes how path answers from now on (requests in flight keep theirs).
+func (u *upstream) Set(path string, b behavior) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stat(path).beh = b
+}
+
+// Release lets every request hanging on path answer.
+func (u *upstream) Release(path string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ps := u.stat(path)
+	close(ps.release)
+	ps.release = make(chan struct{})
+}
+
+func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	path := r.URL.Path
+	u.mu.Lock()
+	ps := u.stat(path)
+	b := ps.beh
+	rel := ps.release
+	ps.arrivals = append(ps.arrivals, arrival{At: now, Header: r.Header.Clone(), Query: r.URL.Query(), Raw: r.RequestURI})
+	ps.g.inc()
+	tg := u.tag(path)
+	tg.inc()
+	u.all.inc()
+	u.mu.Unlock()
+
+	cancelled := false
+	if b.Hold > 0 {
+		t := time.NewTimer(b.Hold)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			cancelled = true
+		case <-u.done:
+		}
+		t.Stop()
+	}
+	if b.Hang && !cancelled {
+		select {
+		case <-rel:
+		case <-r.Context().Done():
+			cancelled = true
+		case <-u.done:
+		}
+	}
+	if !cancelled {
+		if b.RetryAfter != "" {
+			w.Header().Set("Retry-After", b.RetryAfter)
+		}
+		if b.RetryAfterIn > 0 {
+			w.Header().Set("Retry-After", time.Now().Add(b.RetryAfterIn).UTC().Format(http.TimeFormat))
+		}
+		code := b.Status
+		if code == 0 {
+			code = http.StatusOK
+		}
+		if b.Body > 0 {
+			w.Header().Set("Content-Length", fmt.Sprint(b.Body))
+		}
+		w.WriteHeader(code)
+		if b.Body > 0 {
+			_, _ = w.Write([]byte(strings.Repeat("x", b.Body)))
+		}
+	}
+
+	u.mu.Lock()
+	ps.g.dec()
+	tg.dec()
+	u.all.dec()
+	if cancelled {
+		ps.cancelled++
+	} else {
+		ps.completed++
+	}
+	u.mu.Unlock()
+}
+
+// Arrivals returns a copy of the arrivals on path.
+func (u *upstream) Arrivals(path string) []arrival {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]arrival(nil), u.stat(path).arrivals...)
+}
+
+// Times returns the arrival times on path.
+func (u *upstream) Times(path string) []time.Time {
+	var ts []time.Time
+	for _, a := range u.Arrivals(path) {
+		ts = append(ts, a.At)
+	}
+	return ts
+}
+
+// Count is the number of arrivals on path.
+func (u *upstream) Count(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.stat(path).arrivals)
+}
+
+// CountSince is the number of arrivals on path at or after t.
+func (u *upstream) CountSince(path string, t time.Time) int {
+	n := 0
+	for _, a := range u.Arrivals(path) {
+		if !a.At.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// Last is the time of the last arrival on path (zero if none).
+func (u *upstream) Last(path string) time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	as := u.stat(path).arrivals
+	if len(as) == 0 {
+		return time.Time{}
+	}
+	return as[len(as)-1].At
+}
+
+func (u *upstream) Peak() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.all.peak
+}
+
+func (u *upstream) PeakPath(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stat(path).g.peak
+}
+
+func (u *upstream) PeakTag(tag string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if g := u.tags[tag]; g != nil {
+		return g.peak
+	}
+	return 0
+}
+
+func (u *upstream) InflightTag(tag string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if g := u.tags[tag]; g != nil {
+		return g.cur
+	}
+	return 0
+}
+
+func (u *upstream) Inflight(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stat(path).g.cur
+}
+
+func (u *upstream) Completed(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stat(path).completed
+}
+
+func (u *upstream) Cancelled(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stat(path).cancelled
+}
+
+// waitArrivals waits until path has seen at least n requests.
+func (u *upstream) waitArrivals(t testing.TB, path string, n int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%d requests on %s", n, path), func() error {
+		if c := u.Count(path); c < n {
+			return fmt.Errorf("%d so far", c)
+		}
+		return nil
+	})
+}
+
+// noArrivals fails the test as soon as path sees a request after since,
+// checking for d.
+func (u *upstream) noArrivals(t testing.TB, path string, since time.Time, d time.Duration, why string) {
+	t.Helper()
+	never(t, d, why, func() error {
+		if n := u.CountSince(path, since); n > 0 {
+			last := u.Last(path)
+			return fmt.Errorf("%d request(s) on %s since %s (last at %s)", n, path,
+				since.Format("15:04:05.000"), last.Format("15:04:05.000"))
+		}
+		return nil
+	})
+}

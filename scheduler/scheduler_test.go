@@ -1,0 +1,274 @@
+package scheduler
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+const lifecycleDefaults = `
+concurrency: 2
+history: {keep: 5}
+defaults:
+  schedule: "@every 1s"
+  timeout: 5s
+  backoff: {initial: 1s, max: 8s, multiplier: 2, jitter: 0}
+  breaker: {failures: 3, cooldown: 30s}
+  error_after: 6
+sources:
+`
+
+// TestLifecycle drives one source through backoff, open, half-open, ok and
+// error, and back through reset, in fake time (rules 3.4, 3.6, 3.7, 3.8).
+func TestLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("flaky", ""))
+		setFail(t, dir, true)
+		h := start(t, dir, cfg)
+		defer h.stop()
+
+		h.waitFor("first failure", 3*time.Second, func() bool { return h.source("flaky").ConsecutiveFailures == 1 })
+		if o := h.source("flaky"); o.State != StateBackoff || o.Breaker != "closed" || !strings.Contains(o.LastError, "exit status 1") {
+			t.Fatalf("after one failure: %+v", o)
+		}
+		h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("flaky").State == StateOpen })
+		o := h.source("flaky")
+		if o.ConsecutiveFailures != 3 || o.Breaker != "open" {
+			t.Fatalf("open: %+v", o)
+		}
+		openedAt := time.Now()
+		polls := o.PollsTotal
+
+		// No call during the cooldown.
+		time.Sleep(29 * time.Second)
+		if o := h.source("flaky"); o.PollsTotal != polls || o.State != StateOpen {
+			t.Fatalf("polled during cooldown: %+v", o)
+		}
+		// Then one probe, which fails: open again for a full cooldown.
+		h.waitFor("probe", 5*time.Second, func() bool { return h.source("flaky").PollsTotal == polls+1 })
+		if d := time.Since(openedAt); d < 30*time.Second {
+			t.Fatalf("probe after %v, before the cooldown", d)
+		}
+		o = h.source("flaky")
+		if o.State != StateOpen || o.ConsecutiveFailures != 4 {
+			t.Fatalf("after failed probe: %+v", o)
+		}
+		if h.metric("pacer_source_consecutive_failures", "source", "flaky") != 4 {
+			t.Errorf("metric consecutive failures %v", h.metric("pacer_source_consecutive_failures", "source", "flaky"))
+		}
+		// A successful probe closes the breaker and resets the count.
+		setFail(t, dir, false)
+		h.waitFor("recovery", 32*time.Second, func() bool { return h.source("flaky").State == StateOK })
+		if o := h.source("flaky"); o.ConsecutiveFailures != 0 || o.Breaker != "closed" || o.LastSuccessAt == nil {
+			t.Fatalf("after good probe: %+v", o)
+		}
+		// Failing again: 3 failures open it, and error_after (6) ends in error.
+		setFail(t, dir, true)
+		h.waitFor("error", 2*time.Minute, func() bool { return h.source("flaky").State == StateError })
+		o = h.source("flaky")
+		if o.ConsecutiveFailures != 6 || o.NextRunAt != nil || !strings.HasPrefix(o.ErrorReason, "6 consecutive failures; last: exec sh: exit status 1") {
+			t.Fatalf("error: %+v", o)
+		}
+		polls = o.PollsTotal
+		time.Sleep(10 * time.Minute)
+		if got := h.source("flaky").PollsTotal; got != polls {
+			t.Fatalf("source in error was polled %d times", got-polls)
+		}
+		// Committed to the store.
+		if st := h.stored("flaky"); st.ErrorReason != o.ErrorReason || st.ConsecutiveFailures != 6 || st.NextRunAt != nil {
+			t.Fatalf("stored: %+v", st)
+		}
+		if err := h.s.Trigger("flaky"); !errors.Is(err, ErrConflict) {
+			t.Fatalf("trigger in error: %v", err)
+		}
+		// Reset: polled again at its next tick.
+		setFail(t, dir, false)
+		if o, err := h.s.Reset("flaky"); err != nil || o.State != StateOK || o.ConsecutiveFailures != 0 || o.NextRunAt == nil {
+			t.Fatalf("reset: %+v, %v", o, err)
+		}
+		h.waitFor("poll after reset", 2*time.Second, func() bool { return h.source("flaky").PollsTotal == polls+1 })
+		if o := h.source("flaky"); o.State != StateOK {
+			t.Fatalf("after reset: %+v", o)
+		}
+		recs, err := h.s.History(t.Context(), "flaky", 100)
+		if err != nil || len(recs) != 5 {
+			t.Fatalf("history: %d records (keep 5), %v", len(recs), err)
+		}
+		if recs[0].Outcome != store.OutcomeSuccess || !recs[0].StartedAt.After(recs[1].StartedAt) {
+			t.Errorf("history not newest first: %+v", recs[:2])
+		}
+	})
+}
+
+// TestPersistedWithin250ms checks rule 3.8: each poll's state is committed
+// within 250 ms of its end.
+func TestPersistedWithin250ms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("a", ""))
+		setFail(t, dir, true)
+		h := start(t, dir, cfg)
+		defer h.stop()
+		for k := 1; k <= 3; k++ {
+			h.waitFor("failure", 10*time.Second, func() bool { return h.source("a").ConsecutiveFailures == k })
+			time.Sleep(250 * time.Millisecond)
+			mem := h.source("a")
+			st := h.stored("a")
+			if st.ConsecutiveFailures != k || st.NextRunAt == nil || !st.NextRunAt.Truncate(time.Millisecond).Equal(*mem.NextRunAt) || st.PollsTotal != mem.PollsTotal {
+				t.Fatalf("stored %+v, memory %+v", st, mem)
+			}
+		}
+	})
+}
+
+// TestRestartResumes stops a scheduler with a source in each durable state
+// and starts another on the same store: every state carries over, and the
+// open breaker is not probed before its stored time.
+func TestRestartResumes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		body := lifecycleDefaults + flakySource("open", "") + flakySource("errored", "error_after: 2\nbreaker: {failures: 0}") +
+			flakySource("paused", "") + flakySource("backoff", "schedule: \"@every 1s\"\nbackoff: {initial: 1h, max: 1h}")
+		cfg := writeConfig(t, dir, body)
+		setFail(t, dir, true)
+		h := start(t, dir, cfg)
+		if _, err := h.s.Pause("paused", "maintenance window"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("states", 30*time.Second, func() bool {
+			return h.source("open").State == StateOpen && h.source("errored").State == StateError && h.source("backoff").ConsecutiveFailures == 1
+		})
+		before := map[string]SourceObject{}
+		for _, n := range []string{"open", "errored", "paused", "backoff"} {
+			before[n] = h.source(n)
+		}
+		h.stop()
+
+		time.Sleep(5 * time.Second) // the daemon is down for a while
+		cfg = writeConfig(t, dir, body)
+		h = start(t, dir, cfg)
+		defer h.stop()
+		for n, b := range before {
+			a := h.source(n)
+			if a.State != b.State || a.ConsecutiveFailures != b.ConsecutiveFailures || a.ErrorReason != b.ErrorReason ||
+				a.PausedReason != b.PausedReason || a.PollsTotal != b.PollsTotal || !sameTime(a.NextRunAt, b.NextRunAt) {
+				t.Errorf("%s: before %+v\nafter %+v", n, b, a)
+			}
+		}
+		// Nothing is polled before its stored time: the open breaker's
+		// cooldown (30s from opening) and the hour of backoff.
+		openAt := *before["open"].NextRunAt
+		time.Sleep(time.Until(openAt) - 10*time.Millisecond)
+		if got := h.source("open").PollsTotal; got != before["open"].PollsTotal {
+			t.Fatalf("open source polled before its stored time")
+		}
+		h.waitFor("probe after restart", 2*time.Second, func() bool { return h.source("open").PollsTotal > before["open"].PollsTotal })
+		if h.source("backoff").PollsTotal != before["backoff"].PollsTotal || h.source("errored").PollsTotal != before["errored"].PollsTotal ||
+			h.source("paused").PollsTotal != 0 {
+			t.Fatalf("a source was polled early: %+v %+v %+v", h.source("backoff"), h.source("errored"), h.source("paused"))
+		}
+	})
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// TestPauseResumeTrigger checks rule 3.9 in the running scheduler.
+func TestPauseResumeTrigger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("s", "schedule: \"@every 10m\"\nbreaker: {failures: 1, cooldown: 1h}"))
+		h := start(t, dir, cfg)
+		defer h.stop()
+		if _, err := h.s.Pause("s", "noisy"); err != nil {
+			t.Fatal(err)
+		}
+		if o := h.source("s"); o.State != StatePaused || o.PausedReason != "noisy" || o.NextRunAt != nil {
+			t.Fatalf("paused: %+v", o)
+		}
+		if err := h.s.Trigger("s"); !errors.Is(err, ErrConflict) {
+			t.Fatalf("trigger while paused: %v", err)
+		}
+		time.Sleep(10 * time.Minute)
+		if o := h.source("s"); o.PollsTotal != 0 {
+			t.Fatalf("paused source polled: %+v", o)
+		}
+		if _, err := h.s.Resume("s"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("poll after resume", 11*time.Minute, func() bool { return h.source("s").PollsTotal == 1 })
+
+		// Trigger goes past an open breaker (failures: 1, cooldown 1h).
+		setFail(t, dir, true)
+		if err := h.s.Trigger("s"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("failure", time.Second, func() bool { return h.source("s").State == StateOpen })
+		if err := h.s.Trigger("s"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("triggered probe", time.Second, func() bool { return h.source("s").PollsTotal == 3 })
+		setFail(t, dir, false)
+		if err := h.s.Trigger("s"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("closed", time.Second, func() bool { return h.source("s").State == StateOK })
+		if _, err := h.s.Source("nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown source: %v", err)
+		}
+		if err := h.s.Trigger("nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("trigger unknown: %v", err)
+		}
+	})
+}
+
+// TestReload checks rule 3.11: added sources start, removed ones stop,
+// changed ones leave the error state; stored state of a removed source is
+// restored when it is added back unchanged.
+func TestReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		setFail(t, dir, true)
+		keep := flakySource("keep", "error_after: 1")
+		gone := flakySource("gone", "error_after: 1")
+		h := start(t, dir, writeConfig(t, dir, lifecycleDefaults+keep+gone))
+		defer h.stop()
+		h.waitFor("errors", 5*time.Second, func() bool {
+			return h.source("keep").State == StateError && h.source("gone").State == StateError
+		})
+		// "keep" changes (error_after), "gone" goes, "new" comes.
+		err := h.s.Reload(t.Context(), writeConfig(t, dir, lifecycleDefaults+flakySource("keep", "error_after: 3")+flakySource("new", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := h.source("keep"); o.State != StatePending && o.State != StateOK || o.ConsecutiveFailures != 0 {
+			// state after a config change: failures cleared, not in error
+			if o.State == StateError {
+				t.Fatalf("changed source still in error: %+v", o)
+			}
+		}
+		if _, err := h.s.Source("gone"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("removed source still there: %v", err)
+		}
+		h.waitFor("new polled", 3*time.Second, func() bool { return h.source("new").PollsTotal > 0 })
+		h.waitFor("keep polled", 3*time.Second, func() bool { return h.source("keep").ConsecutiveFailures > 0 })
+		time.Sleep(300 * time.Millisecond)
+		// "gone" comes back unchanged: its error state is restored.
+		err = h.s.Reload(t.Context(), writeConfig(t, dir, lifecycleDefaults+flakySource("keep", "error_after: 3")+gone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := h.source("gone"); o.State != StateError {
+			t.Fatalf("re-added source lost its state: %+v", o)
+		}
+	})
+}

@@ -1,0 +1,299 @@
+package scheduler
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func testSource() *config.Source {
+	return &config.Source{
+		Name: "api", Type: "http", ScheduleSpec: "@every 1m", Schedule: config.Every{D: time.Minute},
+		Timeout:    10 * time.Second,
+		Backoff:    config.Backoff{Initial: time.Second, Max: 15 * time.Minute, Multiplier: 2},
+		Breaker:    config.Breaker{Failures: 5, Cooldown: time.Minute},
+		ErrorAfter: 10,
+	}
+}
+
+// TestApplyOutcome walks the transitions of rules 3.4 to 3.8 through the
+// pure state function.
+func TestApplyOutcome(t *testing.T) {
+	src := testSource()
+	src.Schedule = config.Every{D: time.Second}
+	src.ScheduleSpec = "@every 1s"
+	tm := timing{sched: src.Schedule} // no phase: ticks at t+1s
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	fail := func(st store.SourceState, brk breaker.Snapshot) store.SourceState {
+		return applyOutcome(st, src, tm, outcome{kind: store.OutcomeFailure, err: "GET x: 502 Bad Gateway", start: t0, end: t0, brk: brk, jitter: 0.5})
+	}
+	tests := []struct {
+		name  string
+		in    store.SourceState
+		o     outcome
+		check func(t *testing.T, st store.SourceState)
+	}{
+		{
+			name: "success resets failures and schedules the next tick",
+			in:   store.SourceState{ConsecutiveFailures: 3, ConsecutiveThrottles: 2, LastError: "old"},
+			o:    outcome{kind: store.OutcomeSuccess, start: t0, end: at(100 * time.Millisecond), brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.ConsecutiveFailures != 0 || st.ConsecutiveThrottles != 0 || st.PollsTotal != 1 {
+					t.Errorf("got %+v", st)
+				}
+				if !st.LastSuccessAt.Equal(at(100*time.Millisecond)) || !st.NextRunAt.Equal(at(1100*time.Millisecond)) {
+					t.Errorf("last success %v next %v", st.LastSuccessAt, st.NextRunAt)
+				}
+				if StateOf(&st, at(time.Second)) != StateOK {
+					t.Errorf("state %s", StateOf(&st, at(time.Second)))
+				}
+			},
+		},
+		{
+			name: "k-th failure backs off initial*multiplier^(k-1), not before the next tick",
+			in:   store.SourceState{ConsecutiveFailures: 4},
+			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.ConsecutiveFailures != 5 || st.FailuresTotal != 1 || st.LastError != "boom" {
+					t.Errorf("got %+v", st)
+				}
+				if want := at(16 * time.Second); !st.NextRunAt.Equal(want) {
+					t.Errorf("next %v, want %v", st.NextRunAt, want)
+				}
+				if StateOf(&st, t0) != StateBackoff {
+					t.Errorf("state %s", StateOf(&st, t0))
+				}
+			},
+		},
+		{
+			name: "first failure: the next tick wins over a shorter backoff",
+			in:   store.SourceState{},
+			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			check: func(t *testing.T, st store.SourceState) {
+				if !st.NextRunAt.Equal(at(time.Second)) {
+					t.Errorf("next %v", st.NextRunAt)
+				}
+			},
+		},
+		{
+			name: "backoff is capped at max",
+			in:   store.SourceState{ConsecutiveFailures: 8},
+			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			check: func(t *testing.T, st store.SourceState) {
+				// error_after is 10: the 9th failure is still backoff; 2^8 s > 15m? no: 256s.
+				if !st.NextRunAt.Equal(at(256 * time.Second)) {
+					t.Errorf("next %v", st.NextRunAt)
+				}
+			},
+		},
+		{
+			name: "open breaker defers the next poll past its cooldown",
+			in:   store.SourceState{ConsecutiveFailures: 4},
+			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}, jitter: 0.5},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
+					t.Errorf("breaker %s until %v", st.BreakerState, st.BreakerUntil)
+				}
+				if st.NextRunAt.Before(at(time.Minute)) {
+					t.Errorf("next %v before the cooldown ends", st.NextRunAt)
+				}
+				if s := StateOf(&st, at(30*time.Second)); s != StateOpen {
+					t.Errorf("state during cooldown %s", s)
+				}
+				if s := StateOf(&st, at(61*time.Second)); s != StateHalfOpen {
+					t.Errorf("state after cooldown %s", s)
+				}
+			},
+		},
+		{
+			name: "error_after failures enter the error state with the reason",
+			in:   store.SourceState{ConsecutiveFailures: 9},
+			o:    outcome{kind: store.OutcomeFailure, err: "GET https://example.com/status: 502 Bad Gateway", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
+			check: func(t *testing.T, st store.SourceState) {
+				want := "10 consecutive failures; last: GET https://example.com/status: 502 Bad Gateway"
+				if st.ErrorReason != want || st.NextRunAt != nil || st.ConsecutiveFailures != 10 {
+					t.Errorf("got reason %q next %v failures %d", st.ErrorReason, st.NextRunAt, st.ConsecutiveFailures)
+				}
+				if StateOf(&st, t0) != StateError {
+					t.Errorf("state %s", StateOf(&st, t0))
+				}
+			},
+		},
+		{
+			name: "throttled with Retry-After seconds: not counted as a failure",
+			in:   store.SourceState{ConsecutiveFailures: 2},
+			o:    outcome{kind: store.OutcomeThrottled, err: "429", retryAfter: "120", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.ConsecutiveFailures != 2 || st.FailuresTotal != 0 || st.ThrottledTotal != 1 || st.ConsecutiveThrottles != 1 {
+					t.Errorf("got %+v", st)
+				}
+				if !st.NextRunAt.Equal(at(120 * time.Second)) {
+					t.Errorf("next %v", st.NextRunAt)
+				}
+				if StateOf(&st, t0) != StateThrottled {
+					t.Errorf("state %s", StateOf(&st, t0))
+				}
+			},
+		},
+		{
+			name: "throttled with an HTTP date",
+			in:   store.SourceState{},
+			o:    outcome{kind: store.OutcomeThrottled, retryAfter: at(5 * time.Minute).Format(http.TimeFormat), start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st store.SourceState) {
+				if !st.NextRunAt.Equal(at(5 * time.Minute)) {
+					t.Errorf("next %v", st.NextRunAt)
+				}
+			},
+		},
+		{
+			name: "throttled without Retry-After backs off by consecutive throttles",
+			in:   store.SourceState{ConsecutiveThrottles: 3},
+			o:    outcome{kind: store.OutcomeThrottled, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			check: func(t *testing.T, st store.SourceState) {
+				if !st.NextRunAt.Equal(at(8 * time.Second)) {
+					t.Errorf("next %v", st.NextRunAt)
+				}
+			},
+		},
+		{
+			name: "a throttled half-open probe leaves the breaker half-open",
+			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: ptr(t0.Add(-time.Second))},
+			o:    outcome{kind: store.OutcomeThrottled, retryAfter: "1", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.HalfOpen}},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.BreakerState != breaker.HalfOpen || st.ConsecutiveFailures != 5 {
+					t.Errorf("breaker %s failures %d", st.BreakerState, st.ConsecutiveFailures)
+				}
+				if StateOf(&st, t0) != StateThrottled || breakerOf(&st, t0) != breaker.HalfOpen {
+					t.Errorf("state %s breaker %s", StateOf(&st, t0), breakerOf(&st, t0))
+				}
+			},
+		},
+		{
+			name: "interrupted changes nothing but makes the source due",
+			in:   store.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: ptr(at(time.Hour))},
+			o:    outcome{kind: store.OutcomeInterrupted, start: t0, end: at(time.Second)},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.ConsecutiveFailures != 2 || st.PollsTotal != 7 || st.LastRunAt != nil || !st.NextRunAt.Equal(t0) {
+					t.Errorf("got %+v", st)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, applyOutcome(tc.in, src, tm, tc.o))
+		})
+	}
+
+	// A run of failures: backoff, then open, then error.
+	st := store.SourceState{}
+	for k := 1; k <= 10; k++ {
+		brk := breaker.Snapshot{State: breaker.Closed}
+		if k >= 5 {
+			brk = breaker.Snapshot{State: breaker.Open, Until: t0.Add(time.Minute)}
+		}
+		st = fail(st, brk)
+		want := StateBackoff
+		switch {
+		case k == 10:
+			want = StateError
+		case k >= 5:
+			want = StateOpen
+		}
+		if got := StateOf(&st, t0); got != want {
+			t.Fatalf("after %d failures: state %s, want %s", k, got, want)
+		}
+	}
+	if !strings.HasPrefix(st.ErrorReason, "10 consecutive failures; last: ") {
+		t.Errorf("reason %q", st.ErrorReason)
+	}
+}
+
+func TestApplyAction(t *testing.T) {
+	src := testSource()
+	errored := store.SourceState{Name: "api", ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: x",
+		BreakerState: breaker.Open, BreakerUntil: ptr(t0.Add(time.Minute)), LastRunAt: ptr(t0), LastOutcome: store.OutcomeFailure, PollsTotal: 10}
+	tests := []struct {
+		name, action, reason string
+		in                   store.SourceState
+		state                string
+		next                 bool
+	}{
+		{"reset clears error, failures and breaker", ActionReset, "", errored, StateOK, true},
+		{"pause keeps the reason and has no next run", ActionPause, "maintenance", store.SourceState{Name: "api"}, StatePaused, false},
+		{"pause without reason", ActionPause, "", store.SourceState{Name: "api"}, StatePaused, false},
+		{"resume of a paused source schedules it", ActionResume, "", store.SourceState{Name: "api", Paused: true, PausedReason: "x"}, StatePending, true},
+		{"resume of a paused source in error keeps the error", ActionResume, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StateError, false},
+		{"resume of a running source is a no-op", ActionResume, "", store.SourceState{Name: "api", NextRunAt: ptr(t0)}, StatePending, true},
+		{"reset of a paused source keeps it paused", ActionReset, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StatePaused, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := ApplyAction(tc.action, src, tc.in, tc.reason, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := StateOf(&st, t0); got != tc.state {
+				t.Errorf("state %s, want %s", got, tc.state)
+			}
+			if (st.NextRunAt != nil) != tc.next {
+				t.Errorf("next run %v, want set=%v", st.NextRunAt, tc.next)
+			}
+			if tc.action == ActionReset && (st.ConsecutiveFailures != 0 || st.ErrorReason != "" || st.BreakerUntil != nil || st.PollsTotal != tc.in.PollsTotal) {
+				t.Errorf("reset left %+v", st)
+			}
+			if tc.action == ActionPause && st.PausedReason == "" {
+				t.Errorf("pause without a reason")
+			}
+		})
+	}
+	if _, err := ApplyAction("explode", src, store.SourceState{}, "", t0); err == nil {
+		t.Error("unknown action accepted")
+	}
+}
+
+func TestTimingPhase(t *testing.T) {
+	// @every ticks keep a stable phase per name, spread over the interval.
+	d := time.Minute
+	seen := map[time.Duration]bool{}
+	for i := range 1000 {
+		name := "src-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String()
+		tm := newTiming(name, config.Every{D: d})
+		n1 := tm.next(t0)
+		if !n1.After(t0) || n1.Sub(t0) > d {
+			t.Fatalf("first tick %v not within (t0, t0+D]", n1.Sub(t0))
+		}
+		if n2 := tm.next(n1); n2.Sub(n1) != d {
+			t.Fatalf("ticks %v apart, want %v", n2.Sub(n1), d)
+		}
+		if again := newTiming(name, config.Every{D: d}).next(t0); !again.Equal(n1) {
+			t.Fatalf("phase not stable: %v vs %v", again, n1)
+		}
+		seen[n1.Sub(t0).Truncate(time.Second)] = true
+	}
+	// 1000 sources over 60 one-second buckets: nearly all buckets used.
+	if len(seen) < 55 {
+		t.Errorf("phases use only %d of 60 seconds", len(seen))
+	}
+	cron, err := config.ParseSchedule("*/5 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := newTiming("c", cron)
+	if got := tm.next(t0.Add(time.Second)); !got.Equal(t0.Add(5 * time.Minute)) {
+		t.Errorf("cron next %v", got)
+	}
+	if n := tm.ticksBetween(t0, t0.Add(time.Hour), 1000); n != 12 {
+		t.Errorf("ticks in an hour: %d", n)
+	}
+	if n := newTiming("e", config.Every{D: time.Second}).ticksBetween(t0, t0.Add(time.Hour), 100); n != 100 {
+		t.Errorf("tick count not capped: %d", n)
+	}
+}

@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+func benchStore(b *testing.B) *store.Store {
+	b.Helper()
+	s, err := store.Open(filepath.Join(b.TempDir(), "pacer.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return s
+}
+
+func benchStates(n int) []store.SourceState {
+	states := make([]store.SourceState, n)
+	for i := range states {
+		states[i] = fullState(fmt.Sprintf("src-%06d", i))
+	}
+	return states
+}
+
+// BenchmarkSaveBatch commits 1000 states (and one record each, history
+// trimmed to 100) per transaction, as the daemon's flusher does under load.
+func BenchmarkSaveBatch(b *testing.B) {
+	const n = 1000
+	s := benchStore(b)
+	states := benchStates(n)
+	records := make([]store.PollRecord, n)
+	for i := range records {
+		records[i] = record(states[i].Name, base(), store.OutcomeSuccess)
+	}
+	round := 0
+	for b.Loop() {
+		round++
+		for i := range states {
+			states[i].PollsTotal = int64(round)
+			records[i].StartedAt = base().Add(time.Duration(round) * time.Second)
+		}
+		if err := s.SaveBatch(b.Context(), states, records, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/state")
+}
+
+// BenchmarkSaveSingle commits one state (and its record) per transaction.
+func BenchmarkSaveSingle(b *testing.B) {
+	const n = 1000
+	s := benchStore(b)
+	states := benchStates(n)
+	i := 0
+	for b.Loop() {
+		st := states[i%n]
+		st.PollsTotal = int64(i)
+		rec := record(st.Name, base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess)
+		if err := s.SaveBatch(b.Context(), []store.SourceState{st}, []store.PollRecord{rec}, 100); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/state")
+}

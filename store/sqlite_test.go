@@ -1,0 +1,318 @@
+package store_test
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// openSQLite opens a new store in a file of its own, closed at the end of
+// the test.
+func openSQLite(t *testing.T) *store.Store {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{})
+}
+
+func openAt(t *testing.T, path string, opts store.Options) *store.Store {
+	t.Helper()
+	s, err := store.Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestSQLite(t *testing.T) {
+	runStoreSuite(t, openSQLite)
+}
+
+// pragma reads one pragma on the store's own connection.
+func pragma(t *testing.T, s *store.Store, name string) string {
+	t.Helper()
+	var v string
+	if err := store.GormDB(s).Raw("PRAGMA " + name).Row().Scan(&v); err != nil {
+		t.Fatalf("PRAGMA %s: %v", name, err)
+	}
+	return v
+}
+
+func TestSQLiteSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	s := openAt(t, path, store.Options{})
+	for name, want := range map[string]string{
+		"journal_mode": "wal",
+		"synchronous":  "1", // NORMAL
+		"foreign_keys": "1",
+		"busy_timeout": "5000",
+	} {
+		if got := pragma(t, s, name); got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", name, got, want)
+		}
+	}
+	// WAL is a property of the file: another connection sees it too.
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode seen from another connection = %q, %v; want wal", mode, err)
+	}
+
+	s2 := openAt(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{BusyTimeout: 100 * time.Millisecond})
+	if got := pragma(t, s2, "busy_timeout"); got != "100" {
+		t.Errorf("busy_timeout with Options.BusyTimeout 100ms = %s", got)
+	}
+}
+
+func TestSQLiteOddPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dir?with#odd%chars")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "p?x#y%20.db")
+	s := openAt(t, path, store.Options{})
+	save(t, s, []store.SourceState{fullState("a")}, nil, 10)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database not at its path: %v", err)
+	}
+	rel, err := filepath.Rel(mustGetwd(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := openAt(t, rel, store.Options{})
+	mustGet(t, s2, "a")
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
+
+func TestSQLiteOpenErrors(t *testing.T) {
+	if _, err := store.Open("", store.Options{}); err == nil {
+		t.Error("Open(\"\") succeeded")
+	}
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir", "pacer.db")
+	_, err := store.Open(missing, store.Options{})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Open in a missing directory = %v; want an error naming the path", err)
+	}
+}
+
+func TestSQLiteReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	s, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := fullState("a")
+	before := time.Now()
+	save(t, s, []store.SourceState{full}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	after := time.Now()
+	c := &store.Command{Source: "a", Action: "pause"}
+	if err := s.EnqueueCommand(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openAt(t, path, store.Options{})
+	checkState(t, mustGet(t, s, "a"), full, before, after)
+	if h, err := s.History(t.Context(), "a", 10); err != nil || len(h) != 1 {
+		t.Errorf("History after reopen = %d, %v", len(h), err)
+	}
+	if p, err := s.PendingCommands(t.Context()); err != nil || len(p) != 1 || p[0].ID != c.ID {
+		t.Errorf("PendingCommands after reopen = %+v, %v", p, err)
+	}
+}
+
+// TestSQLiteWithoutClose: a second Store on a file whose first Store was
+// never closed sees all that the first committed, and the other way round.
+func TestSQLiteWithoutClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	s1 := openAt(t, path, store.Options{})
+	save(t, s1, []store.SourceState{fullState("one")}, nil, 10)
+	s2 := openAt(t, path, store.Options{})
+	mustGet(t, s2, "one")
+	save(t, s2, []store.SourceState{fullState("two")}, nil, 10)
+	mustGet(t, s1, "two")
+}
+
+// TestSQLiteCrashedWriter: what a process committed survives its kill -9.
+func TestSQLiteCrashedWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	kill9(t, startChild(t, "save", path))
+	// The commit sits in the WAL, which the next open recovers.
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Errorf("no WAL after the crash: %v", err)
+	}
+	s := openAt(t, path, store.Options{})
+	if st := mustGet(t, s, "crash"); st.PollsTotal != 41 || st.NextRunAt == nil {
+		t.Errorf("state after the crash = %s", fmtState(st))
+	}
+	if h, err := s.History(t.Context(), "crash", 10); err != nil || len(h) != 1 {
+		t.Errorf("history after the crash = %d, %v; want 1", len(h), err)
+	}
+}
+
+// TestSQLiteReadOnly: a database SQLite may not write (opened with mode=ro,
+// which is what SQLite falls back to for a file without write permission;
+// chmod would not do as tests run as root) still reads, and every write
+// fails with an error.
+func TestSQLiteReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	s, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, s, []store.SourceState{fullState("a")}, nil, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := store.OpenReadOnly(path, store.Options{})
+	if err != nil {
+		t.Fatalf("OpenReadOnly: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ro.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if states, err := ro.LoadStates(t.Context()); err != nil || len(states) != 1 {
+		t.Errorf("LoadStates read-only = %d, %v", len(states), err)
+	}
+	err = ro.Writable(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "readonly") {
+		t.Errorf("Writable on a read-only database = %v; want a readonly error", err)
+	}
+	t.Logf("expected error: %v", err)
+	if err := ro.SaveBatch(t.Context(), []store.SourceState{fullState("b")}, nil, 10); err == nil {
+		t.Error("SaveBatch on a read-only database succeeded")
+	}
+	if err := ro.EnqueueCommand(t.Context(), &store.Command{Source: "a", Action: "reset"}); err == nil {
+		t.Error("EnqueueCommand on a read-only database succeeded")
+	}
+}
+
+// TestSQLiteFull: with the database at its maximum size (max_page_count on
+// the store's connection), SaveBatch and Writable fail with SQLITE_FULL,
+// the failed batch leaves nothing, and writes work again once there is room.
+func TestSQLiteFull(t *testing.T) {
+	s := openSQLite(t)
+	save(t, s, []store.SourceState{fullState("before")}, nil, 10)
+	db := store.GormDB(s)
+	pages := pragma(t, s, "page_count")
+	if err := db.Exec("PRAGMA max_page_count = " + pages).Error; err != nil {
+		t.Fatal(err)
+	}
+	// An in-place update needs no new page, so the heartbeat row could still
+	// be written in a database at its maximum size while pages have room.
+	// Fill the meta table's page to the brim so that the heartbeat needs a
+	// page too, as every write does on a full disk.
+	for i := 0; ; i++ {
+		if i > 10000 {
+			t.Fatal("the meta table never filled up")
+		}
+		if err := db.Exec("INSERT INTO pacer_meta (key) VALUES (?)", fmt.Sprint(i)).Error; err != nil {
+			if !strings.Contains(err.Error(), "full") {
+				t.Fatalf("filling: %v", err)
+			}
+			break
+		}
+	}
+
+	err := s.Writable(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "database or disk is full") {
+		t.Errorf("Writable on a full database = %v; want SQLITE_FULL", err)
+	}
+	t.Logf("expected error: %v", err)
+	var batch []store.SourceState
+	for i := range 1000 {
+		batch = append(batch, fullState(fmt.Sprint("s", i)))
+	}
+	err = s.SaveBatch(t.Context(), batch, []store.PollRecord{record("before", base(), store.OutcomeSuccess)}, 10)
+	if err == nil || !strings.Contains(err.Error(), "database or disk is full") {
+		t.Errorf("SaveBatch on a full database = %v; want SQLITE_FULL", err)
+	}
+	t.Logf("expected error: %v", err)
+	if states, err := s.LoadStates(t.Context()); err != nil || len(states) != 1 {
+		t.Errorf("after a failed batch: %d states, %v; want the 1 from before", len(states), err)
+	}
+
+	if err := db.Exec("PRAGMA max_page_count = 1000000").Error; err != nil {
+		t.Fatal(err)
+	}
+	save(t, s, batch, nil, 10)
+	if err := s.Writable(t.Context()); err != nil {
+		t.Errorf("Writable with room again: %v", err)
+	}
+}
+
+// TestSQLiteBusy: while another connection holds a write transaction,
+// SaveBatch waits the busy timeout and fails; once the other commits, it
+// succeeds.
+func TestSQLiteBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	const timeout = 100 * time.Millisecond
+	s := openAt(t, path, store.Options{BusyTimeout: timeout})
+
+	other, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate&_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(t.Context(), nil) // BEGIN IMMEDIATE
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec("INSERT INTO pacer_meta (key, value) VALUES ('holder', 'x')"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Readers are not blocked (WAL).
+	if _, err := s.LoadStates(t.Context()); err != nil {
+		t.Errorf("LoadStates while another connection writes: %v", err)
+	}
+	start := time.Now()
+	err = s.SaveBatch(t.Context(), []store.SourceState{fullState("a")}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	elapsed := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("SaveBatch while another connection writes = %v; want 'database is locked'", err)
+	}
+	t.Logf("expected error after %v: %v", elapsed, err)
+	if elapsed < timeout*8/10 || elapsed > 3*time.Second {
+		t.Errorf("SaveBatch failed after %v; want about the busy timeout %v", elapsed, timeout)
+	}
+	if err := s.Writable(t.Context()); err == nil {
+		t.Error("Writable while another connection writes succeeded")
+	}
+
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	save(t, s, []store.SourceState{fullState("a")}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	mustGet(t, s, "a")
+	if err := s.Writable(t.Context()); err != nil {
+		t.Errorf("Writable after the other committed: %v", err)
+	}
+}
