@@ -276,6 +276,11 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	}
 	s.entries[src.Name] = e
 	s.reschedule(e, now)
+	if !found {
+		// Persist the new source with its first tick, so that status read
+		// from the store shows when it will run.
+		s.save(e, nil)
+	}
 	return nil
 }
 

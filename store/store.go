@@ -53,10 +53,6 @@ var ErrNotFound = errors.New("not found")
 const trimSQL = "DELETE FROM " + tableRecords + " WHERE source = ? AND id NOT IN (" +
 	"SELECT id FROM " + tableRecords + " WHERE source = ? ORDER BY started_at DESC, id DESC LIMIT ?)"
 
-const trimWindowSQL = "DELETE FROM " + tableRecords + " WHERE id IN (SELECT id FROM (" +
-	"SELECT id, ROW_NUMBER() OVER (PARTITION BY source ORDER BY started_at DESC, id DESC) AS rn FROM " + tableRecords +
-	" WHERE source IN ?) ranked WHERE rn > ?)"
-
 // TableName pins the table of SourceState.
 func (SourceState) TableName() string { return tableStates }
 
@@ -293,9 +289,9 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 		if keep <= 0 {
 			return nil
 		}
-		for chunk := range slices.Chunk(sources, upsertChunk) {
-			if err := tx.Exec(trimWindowSQL, chunk, keep).Error; err != nil {
-				return fmt.Errorf("trim history: %w", err)
+		for _, src := range sources {
+			if err := tx.Exec(trimSQL, src, src, keep).Error; err != nil {
+				return fmt.Errorf("trim history of %q: %w", src, err)
 			}
 		}
 		return nil
