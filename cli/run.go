@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sys/unix"
@@ -57,7 +56,8 @@ func cmdRun(args []string, env Env) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg})
+	conc := effectiveConcurrency(cfg.Concurrency, log)
+	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: conc})
 	if err != nil {
 		return err
 	}
@@ -96,19 +96,27 @@ func cmdRun(args []string, env Env) error {
 			}
 		}()
 	}
-	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", cfg.Concurrency,
+	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", conc,
 		"store", redact.Redact(cfg.Store), "admin", cfg.Admin.Listen, "pid", os.Getpid())
-	notify("READY=1\nSTATUS=" + fmt.Sprintf("polling %d sources", len(cfg.Sources)))
+	status := func() string { return statusLine(sched.Summary()) }
+	sdNotify("READY=1\nSTATUS=" + status())
+	supCtx, stopSupervise := context.WithCancel(context.Background())
+	defer stopSupervise()
+	if wd := watchdogInterval(); wd > 0 || os.Getenv("NOTIFY_SOCKET") != "" {
+		go supervise(supCtx, wd, 10*time.Second, func(ctx context.Context) error { return sched.Healthy(ctx, max(wd/2, 2*time.Second)) },
+			status, sdNotify, log)
+	}
 
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			reload(f, env, log, sched)
-			notify("READY=1")
+			sdNotify("READY=1\nSTATUS=" + status())
 			continue
 		}
 		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
-		notify("STOPPING=1")
+		sdNotify("STOPPING=1")
+		stopSupervise()
 		break
 	}
 	if srv != nil {
@@ -185,11 +193,6 @@ func checkListen(addr, token string) error {
 		return nil
 	}
 	return fmt.Errorf("admin.listen: %s is not a loopback address; set admin.token_file to expose the API", addr)
-}
-
-// notify sends a systemd notification; without NOTIFY_SOCKET it does nothing.
-func notify(state string) {
-	_, _ = daemon.SdNotify(false, state) // best effort: systemd may be gone
 }
 
 // monotonicUsec is CLOCK_MONOTONIC in microseconds, for RELOADING=1.

@@ -47,6 +47,9 @@ type Options struct {
 	// CommandInterval is how often the store's command queue is read
 	// (default 250ms); the CLI's commands take effect within it.
 	CommandInterval time.Duration
+	// LoopHook, if set, is called at the start of every pass of the
+	// scheduling loop. Tests use it to stall the loop (the watchdog test).
+	LoopHook func()
 }
 
 // Scheduler runs the polls of one daemon.
@@ -60,6 +63,7 @@ type Scheduler struct {
 	transport *http.Transport
 	maxConc   int
 	cmdEvery  time.Duration
+	loopHook  func()
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -75,6 +79,7 @@ type Scheduler struct {
 
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
+	inflightN atomic.Int64 // polls in flight
 	runCtx    context.Context
 	stopRun   context.CancelFunc // stops loop, groups, commands, flusher
 	workCtx   context.Context
@@ -131,6 +136,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		clock:    opts.Clock,
 		maxConc:  opts.MaxConcurrency,
 		cmdEvery: opts.CommandInterval,
+		loopHook: opts.LoopHook,
 		cfg:      cfg,
 		redact:   cfg.Redactor(),
 		entries:  map[string]*entry{},
@@ -346,6 +352,9 @@ func (s *Scheduler) poke() {
 // loop dispatches due sources until ctx is done.
 func (s *Scheduler) loop(ctx context.Context) {
 	for {
+		if s.loopHook != nil {
+			s.loopHook()
+		}
 		s.mu.Lock()
 		now := s.clock.Now()
 		for len(s.due) > 0 && !s.due[0].dueAt.After(now) {
@@ -353,9 +362,10 @@ func (s *Scheduler) loop(ctx context.Context) {
 			s.due.remove(e)
 			s.dispatch(e, now, false)
 		}
-		wait := time.Hour
+		// Wake at least once a second so that the watchdog sees progress.
+		wait := time.Second
 		if len(s.due) > 0 {
-			wait = s.due[0].dueAt.Sub(now)
+			wait = min(wait, s.due[0].dueAt.Sub(now))
 		}
 		s.mu.Unlock()
 		s.loopBeat.Store(now.UnixNano())
@@ -538,6 +548,7 @@ func (s *Scheduler) run(j *job) {
 		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
+	s.inflightN.Add(1)
 	ctx, cancel := context.WithTimeout(s.pollCtx, src.Timeout)
 	var res sources.Result
 	err := brk.Do(func() error {
@@ -553,6 +564,7 @@ func (s *Scheduler) run(j *job) {
 	cancel()
 	end := s.clock.Now()
 	s.m.inflight.Dec()
+	s.inflightN.Add(-1)
 	s.releaseGroup(j)
 	if !errors.Is(err, breaker.ErrOpen) {
 		s.m.duration.Observe(end.Sub(start).Seconds())
@@ -686,5 +698,25 @@ func (s *Scheduler) stateCounts() (map[string]int, map[string]int) {
 	return counts, failures
 }
 
-// LoopBeat is when the scheduler loop last made progress (for a watchdog).
-func (s *Scheduler) LoopBeat() time.Time { return time.Unix(0, s.loopBeat.Load()) }
+// Healthy returns nil when the scheduling loop made a pass within maxAge
+// (it makes one at least every second) and the store accepts a write; it
+// is what a service watchdog should check.
+func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
+	if age := s.clock.Now().Sub(time.Unix(0, s.loopBeat.Load())); age > maxAge {
+		return fmt.Errorf("scheduler loop stalled for %v", age.Round(time.Millisecond))
+	}
+	if err := s.store.Writable(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// Summary counts the sources, the polls in flight and the sources in error,
+// for a one-line service status.
+func (s *Scheduler) Summary() (sources, inflight, errored int) {
+	counts, _ := s.stateCounts()
+	for _, n := range counts {
+		sources += n
+	}
+	return sources, int(s.inflightN.Load()), counts[StateError]
+}

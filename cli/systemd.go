@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"golang.org/x/sys/unix"
+)
+
+// Descriptor budget (contract section 7): each poll in flight may hold up
+// to fdsPerPoll descriptors (an exec poll: stdout and stderr pipes, stdin,
+// a pidfd; an http poll: its connection plus an idle one in the pool), and
+// fdHeadroom are kept for the store, the admin API and its clients.
+const (
+	fdsPerPoll = 4
+	fdHeadroom = 64
+)
+
+// fdCap returns the largest concurrency that fits under a soft descriptor
+// limit of soft, at least 1.
+func fdCap(soft uint64) int {
+	if soft <= fdHeadroom+fdsPerPoll {
+		return 1
+	}
+	n := (soft - fdHeadroom) / fdsPerPoll
+	if n > 1<<20 {
+		n = 1 << 20
+	}
+	return int(n)
+}
+
+// raiseNofile raises the soft RLIMIT_NOFILE to the hard limit (the Go
+// runtime does so too since 1.19; doing it here makes it explicit) and
+// returns the soft limit in force.
+func raiseNofile() (uint64, error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("getrlimit: %w", err)
+	}
+	if lim.Cur < lim.Max {
+		want := lim
+		want.Cur = lim.Max
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err == nil {
+			lim = want
+		}
+	}
+	return lim.Cur, nil
+}
+
+// effectiveConcurrency clamps the configured cap to the descriptor limit,
+// logging both numbers when it has to.
+func effectiveConcurrency(configured int, log *slog.Logger) int {
+	soft, err := raiseNofile()
+	if err != nil {
+		log.Warn("cannot read the descriptor limit; using the configured concurrency", "err", err)
+		return configured
+	}
+	limit := fdCap(soft)
+	if configured > limit {
+		log.Warn("concurrency lowered to fit the descriptor limit", "configured", configured,
+			"effective", limit, "rlimit_nofile", soft, "fds_per_poll", fdsPerPoll, "headroom", fdHeadroom)
+		return limit
+	}
+	return configured
+}
+
+// notifier sends systemd notifications; with no NOTIFY_SOCKET it does
+// nothing. It is a field so that tests can record what would be sent.
+type notifier func(state string)
+
+func sdNotify(state string) {
+	_, _ = daemon.SdNotify(false, state) // best effort: systemd may be gone
+}
+
+// watchdogInterval is WATCHDOG_USEC when the watchdog is enabled for this
+// process (WATCHDOG_PID unset or ours), else 0.
+func watchdogInterval() time.Duration {
+	d, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// supervise sends WATCHDOG=1 every interval/2 while healthy says all is well
+// (the scheduler loop makes progress and the store answers), and a STATUS=
+// line every statusEvery. A stuck loop or a dead store stops the pings, so
+// systemd restarts the service. It returns when ctx is done.
+func supervise(ctx context.Context, interval, statusEvery time.Duration, healthy func(context.Context) error,
+	status func() string, notify notifier, log *slog.Logger) {
+	tick := statusEvery
+	if interval > 0 {
+		tick = min(tick, interval/2)
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastStatus := time.Time{}
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if interval > 0 {
+			cctx, cancel := context.WithTimeout(ctx, interval/4)
+			err := healthy(cctx)
+			cancel()
+			if err == nil {
+				notify("WATCHDOG=1")
+				if lastErr != "" {
+					log.Info("watchdog: healthy again")
+					lastErr = ""
+				}
+			} else if err.Error() != lastErr {
+				lastErr = err.Error()
+				log.Error("watchdog: withholding keep-alive", "err", err)
+			}
+		}
+		if time.Since(lastStatus) >= statusEvery {
+			notify("STATUS=" + status())
+			lastStatus = time.Now()
+		}
+	}
+}
+
+// statusLine is the short STATUS= line: "polling 1,204 sources, 12 in
+// flight, 3 in error".
+func statusLine(sources, inflight, errored int) string {
+	return fmt.Sprintf("polling %s sources, %d in flight, %d in error", thousands(sources), inflight, errored)
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
