@@ -365,7 +365,8 @@ defaults:
   backoff: {initial: 100ms, max: 1s, multiplier: 2, jitter: 0}
 sources:
   - {name: slow, type: http, url: "` + u.URL("/slow") + `", timeout: 500ms}
-  - {name: hang, type: exec, command: ["./hang.sh"], env: {PIDFILE: "` + pidFile + `"}, timeout: 1s, schedule: "@every 1h"}
+  - {name: hang, type: exec, command: ["./hang.sh"], env: {PIDFILE: "` + pidFile + `"}, timeout: 1s,
+     backoff: {initial: 1m, max: 1m, multiplier: 2, jitter: 0}}
   - {name: big, type: http, url: "` + u.URL("/big") + `", max_body: 1KiB}
   - {name: small, type: http, url: "` + u.URL("/small") + `", max_body: 1KiB}
   - {name: exit3, type: exec, command: ["sh", "-c", "echo doing >&1; echo broken pipe dream >&2; exit 3"]}

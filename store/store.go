@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -47,11 +48,16 @@ const (
 // exist. Test with errors.Is.
 var ErrNotFound = errors.New("not found")
 
-// trimSQL keeps the newest keep records of one source. It is plain SQL that
-// SQLite and PostgreSQL both accept (gorm rewrites ? to the dialect's bind
-// variables).
-const trimSQL = "DELETE FROM " + tableRecords + " WHERE source = ? AND id NOT IN (" +
-	"SELECT id FROM " + tableRecords + " WHERE source = ? ORDER BY started_at DESC, id DESC LIMIT ?)"
+// trimSQL deletes the records of one source beyond its newest ones. It is
+// plain SQL that SQLite and PostgreSQL both accept; gorm writes the bind
+// variables in the dialect's syntax. Its arguments are the source, noLimit
+// and how many records to keep.
+const trimSQL = "DELETE FROM " + tableRecords + " WHERE id IN (SELECT id FROM " + tableRecords +
+	" WHERE source = ? ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?)"
+
+// noLimit is a LIMIT that never limits: SQL has no portable way to write
+// OFFSET without LIMIT.
+const noLimit = math.MaxInt32
 
 // TableName pins the table of SourceState.
 func (SourceState) TableName() string { return tableStates }
@@ -289,15 +295,36 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 		if keep <= 0 {
 			return nil
 		}
-		for _, src := range sources {
-			if err := tx.Exec(trimSQL, src, src, keep).Error; err != nil {
-				return fmt.Errorf("trim history of %q: %w", src, err)
-			}
-		}
-		return nil
+		return trimHistory(tx, sources, keep)
 	})
 	if err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
+	}
+	return nil
+}
+
+// trimHistory deletes, within tx, the records of each source beyond its
+// newest keep. The statement is prepared once for all sources: preparing it
+// costs as much as running it.
+func trimHistory(tx *gorm.DB, sources []string, keep int) (err error) {
+	if len(sources) == 0 {
+		return nil
+	}
+	ctx := tx.Statement.Context
+	query := tx.Session(&gorm.Session{DryRun: true}).Exec(trimSQL, "", noLimit, keep).Statement.SQL.String()
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, query)
+	if err != nil {
+		return fmt.Errorf("trim history: %w", err)
+	}
+	defer func() {
+		if cerr := stmt.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("trim history: %w", cerr)
+		}
+	}()
+	for _, src := range sources {
+		if _, err := stmt.ExecContext(ctx, src, noLimit, keep); err != nil {
+			return fmt.Errorf("trim history of %q: %w", src, err)
+		}
 	}
 	return nil
 }
