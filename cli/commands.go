@@ -309,6 +309,9 @@ func viaDaemon(ctx context.Context, st *store.Store, pid int, action, name, reas
 			return nil
 		}
 		if time.Now().After(deadline) {
+			// Withdraw it, so that a daemon started later does not apply a
+			// command its user was told had failed.
+			_ = st.CompleteCommand(ctx, c.ID, "expired: the daemon did not answer", "") // best effort
 			return fmt.Errorf("the running daemon (pid %d) did not apply %s %s within %s", pid, action, name, commandWait)
 		}
 		t := time.NewTimer(50 * time.Millisecond)

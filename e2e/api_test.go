@@ -46,9 +46,11 @@ sources:
 	u.waitArrivals(t, "/h", 2, 4*time.Second)
 	u.Set("/h", behavior{Status: 200, Body: 7})
 	u.waitArrivals(t, "/h", 4, 4*time.Second)
-	u.waitArrivals(t, "/x", 1, 3*time.Second)
-	eventually(t, 2*time.Second, "h ok", func() error {
+	eventually(t, 2*time.Second, "h ok and x polled", func() error {
 		if o := d.source("h"); o.State != "ok" || o.PollsTotal < 3 {
+			return errf("%s", o)
+		}
+		if o := d.source("x"); o.State != "ok" || o.PollsTotal < 1 {
 			return errf("%s", o)
 		}
 		return nil

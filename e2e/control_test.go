@@ -169,11 +169,9 @@ sources:
 	}
 
 	d = in.start()
-	startAt := time.Now()
 	for _, p := range []string{"/e", "/o"} {
-		p := p
 		eventually(t, 3*time.Second, p+" polled after its offline reset", func() error {
-			if u.CountSince(p, startAt) == 0 {
+			if u.CountSince(p, d.started) == 0 {
 				return errf("no request")
 			}
 			return nil

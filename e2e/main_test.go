@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -158,8 +159,38 @@ type inst struct {
 	env     []string // extra environment
 }
 
+// freeAddr returns a loopback address nobody listens on. Ports come from
+// below the kernel's ephemeral range (which httptest servers and outgoing
+// connections use), handed out once each, so that a daemon restarted on the
+// same address does not find it taken by some other test's connection.
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	portMu.Lock()
+	defer portMu.Unlock()
+	if nextPort == 0 {
+		lo, span := 20000, 10000
+		if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+			if f := strings.Fields(string(data)); len(f) == 2 {
+				if eph, err := strconv.Atoi(f[0]); err == nil && eph > 3000 {
+					span = min(10000, eph-2000)
+					lo = eph - span
+				}
+			}
+		}
+		nextPort = lo + rand.IntN(span/2)
+		lastPort = lo + span - 1
+	}
+	for ; nextPort <= lastPort; nextPort++ {
+		addr := "127.0.0.1:" + strconv.Itoa(nextPort)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		nextPort++
+		return addr
+	}
+	// Exhausted (never in practice): let the kernel choose.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
@@ -168,6 +199,11 @@ func freeAddr(t testing.TB) string {
 	_ = l.Close()
 	return addr
 }
+
+var (
+	portMu             sync.Mutex
+	nextPort, lastPort int
+)
 
 // newInst returns an installation whose config is header + body.
 func newInst(t *testing.T) *inst {

@@ -100,7 +100,6 @@ type Options struct {
 type Store struct {
 	db  *gorm.DB
 	sql *sql.DB
-	log *slog.Logger
 	// upsertStates replaces every column of a stored state but its name.
 	upsertStates clause.OnConflict
 }
