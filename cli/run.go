@@ -56,8 +56,12 @@ func cmdRun(args []string, env Env) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	conc := effectiveConcurrency(cfg.Concurrency, log)
-	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: conc})
+	fdLimit := descriptorCap(cfg.Concurrency, log)
+	conc := cfg.Concurrency
+	if fdLimit > 0 {
+		conc = min(conc, fdLimit)
+	}
+	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit})
 	if err != nil {
 		return err
 	}

@@ -50,21 +50,21 @@ func raiseNofile() (uint64, error) {
 	return lim.Cur, nil
 }
 
-// effectiveConcurrency clamps the configured cap to the descriptor limit,
-// logging both numbers when it has to.
-func effectiveConcurrency(configured int, log *slog.Logger) int {
+// descriptorCap returns the highest concurrency the descriptor limit
+// allows (0: unknown, no cap), logging both numbers when the configured
+// cap does not fit. The scheduler applies it on every reload too.
+func descriptorCap(configured int, log *slog.Logger) int {
 	soft, err := raiseNofile()
 	if err != nil {
 		log.Warn("cannot read the descriptor limit; using the configured concurrency", "err", err)
-		return configured
+		return 0
 	}
 	limit := fdCap(soft)
 	if configured > limit {
 		log.Warn("concurrency lowered to fit the descriptor limit", "configured", configured,
 			"effective", limit, "rlimit_nofile", soft, "fds_per_poll", fdsPerPoll, "headroom", fdHeadroom)
-		return limit
 	}
-	return configured
+	return limit
 }
 
 // notifier sends systemd notifications; with no NOTIFY_SOCKET it does

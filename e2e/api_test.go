@@ -232,6 +232,15 @@ sources:
 	if v, ok := metricValue(m, "pacer_sources", `state="paused"`); !ok || v != 2 {
 		t.Errorf(`pacer_sources{state="paused"} = %v, want 2`, v)
 	}
+	if v, ok := metricValue(m, "pacer_sources", `state="pending"`); !ok || v != 1 {
+		t.Errorf(`pacer_sources{state="pending"} = %v, want 1 (w)`, v)
+	}
+	// Polls start on time here: the mean lag is small.
+	lagSum, _ := metricValue(m, "pacer_schedule_lag_seconds_sum", "")
+	lagCnt, _ := metricValue(m, "pacer_schedule_lag_seconds_count", "")
+	if lagCnt < 1 || lagSum/lagCnt > 0.5 || lagSum < 0 {
+		t.Errorf("pacer_schedule_lag_seconds: mean %.3fs over %v polls on an idle daemon", lagSum/lagCnt, lagCnt)
+	}
 	if _, ok := metricValue(m, "pacer_source_consecutive_failures", `source="h"`); !ok {
 		t.Errorf(`no pacer_source_consecutive_failures{source="h"}`)
 	}

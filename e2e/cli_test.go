@@ -47,9 +47,9 @@ func TestCLIVersionAndUsage(t *testing.T) {
 	in.writeConfig(cliConfig)
 	for _, args := range [][]string{
 		{"status", "-no-such-flag"},
-		{"history"},               // NAME is required
-		{"reset"},                 // NAME... or -all-errored
-		{"pause"},                 // NAME is required
+		{"history"},                 // NAME is required
+		{"reset"},                   // NAME... or -all-errored
+		{"pause"},                   // NAME is required
 		{"status", "alpha", "beta"}, // at most one NAME
 	} {
 		if r := in.cli(args...); r.code != 2 {
@@ -86,6 +86,9 @@ sources:
     type: http
     url: http://127.0.0.1:1/y
     urll: typo
+  - type: http
+    url: http://127.0.0.1:1/z
+    schedule: "61 * * * *"
 `)
 	r = bad.cli("validate")
 	if r.code != 1 {
@@ -110,11 +113,29 @@ sources:
 			t.Errorf("validate: unknown key %q not named in:\n%s", key, r.stderr)
 		}
 	}
-	if !anyLine(lines, func(l string) bool { return strings.HasPrefix(l, "sources[name=y].urll") || strings.HasPrefix(l, "sources[1].urll") }) {
+	if !anyLine(lines, func(l string) bool {
+		return strings.HasPrefix(l, "sources[name=y].urll") || strings.HasPrefix(l, "sources[1].urll")
+	}) {
 		t.Errorf("validate: the unknown key urll should be reported at its path (sources[name=y].urll): \n%s", r.stderr)
+	}
+	// A source without a name is reported by index.
+	if !anyLine(lines, func(l string) bool { return strings.HasPrefix(l, "sources[2].") }) {
+		t.Errorf("validate: no line starting with sources[2]. for the nameless third source:\n%s", r.stderr)
 	}
 	if len(lines) < len(wantPrefix)+2 {
 		t.Errorf("validate must report every problem: got %d lines:\n%s", len(lines), r.stderr)
+	}
+
+	// run refuses an invalid config the same way.
+	r = bad.cli("run")
+	if r.code != 1 || !strings.Contains(r.stderr, "concurrency: ") || !strings.Contains(r.stderr, "sources[name=x].schedule: ") {
+		t.Errorf("run with an invalid config: want exit 1 and its problems, got %s", r)
+	}
+	if r := in.cli("run", "extra"); r.code != 2 {
+		t.Errorf("run with an argument: want exit 2, got %s", r)
+	}
+	if r := in.cli("history", "-n", "0", "alpha"); r.code != 2 {
+		t.Errorf("history -n 0: want exit 2, got %s", r)
 	}
 
 	// An unset ${VAR} is a validation error.

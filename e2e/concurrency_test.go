@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,9 +57,24 @@ func TestGlobalConcurrencyCap(t *testing.T) {
 	if maxInflight > 4 {
 		t.Errorf("pacer_inflight reached %v; concurrency is 4", maxInflight)
 	}
+	// Rule 3.3: connections are opened only once a poll holds its permits
+	// (some slack for closes the server notices late).
+	if pc := u.PeakConns(); pc > 8 {
+		t.Errorf("the upstream saw %d connections open at once with concurrency 4: connections are opened before the permits are held", pc)
+	}
 	// 4 permits x 6s / 0.3s = 80 polls at most; demand is 60/s.
 	if total < 30 {
 		t.Errorf("only %d polls in ~6s with 4 permits and 300ms polls: the daemon is not using its permits", total)
+	}
+	// 60 sources competing for 4 permits wait for them; polls last 300ms.
+	m := d.metrics()
+	if v, _ := metricValue(m, "pacer_semaphore_wait_seconds_sum", ""); v < 1 {
+		t.Errorf("pacer_semaphore_wait_seconds_sum = %v with 60 sources saturating 4 permits", v)
+	}
+	sum, _ := metricValue(m, "pacer_poll_duration_seconds_sum", "")
+	cnt, _ := metricValue(m, "pacer_poll_duration_seconds_count", "")
+	if cnt < 1 || sum/cnt < 0.25 || sum/cnt > 1.5 {
+		t.Errorf("pacer_poll_duration_seconds: mean %.3fs over %v polls of 300ms", sum/cnt, cnt)
 	}
 	if v := d.metric("pacer_polls_total", `outcome="skipped"`); v < 1 {
 		t.Errorf(`pacer_polls_total{outcome="skipped"} = %v; 60 sources at 1/s on 4 permits must skip ticks`, v)
@@ -98,61 +116,76 @@ sources:
 }
 
 // Rule 3.2: a group {concurrency: 2, rate: 5/s} with 10 members never has more
-// than 2 in flight and starts at most burst + 5/s over any window.
+// than 2 in flight and starts at most burst + 5/s over any window. Two such
+// groups: "slow" members hold 700ms (the concurrency binds), "fast" members
+// 100ms (the rate binds).
 func TestLimitGroupCaps(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	in := newInst(t)
 	var b strings.Builder
-	b.WriteString("concurrency: 8\nshutdown_timeout: 5s\nlimits:\n  grp: {concurrency: 2, rate: 5/s}\nsources:\n")
-	var paths []string
-	for i := 0; i < 10; i++ {
-		p := fmt.Sprintf("/grp/m%02d", i)
-		paths = append(paths, p)
-		u.Set(p, behavior{Hold: 300 * time.Millisecond})
-		fmt.Fprintf(&b, "  - {name: m%02d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s, limit: grp}\n", i, u.URL(p))
+	b.WriteString("concurrency: 8\nshutdown_timeout: 5s\nlimits:\n  slow: {concurrency: 2, rate: 5/s}\n  fast: {concurrency: 2, rate: 5/s}\nsources:\n")
+	paths := map[string][]string{}
+	for _, g := range []string{"slow", "fast"} {
+		hold := 700 * time.Millisecond
+		if g == "fast" {
+			hold = 100 * time.Millisecond
+		}
+		for i := 0; i < 10; i++ {
+			p := fmt.Sprintf("/%s/m%02d", g, i)
+			paths[g] = append(paths[g], p)
+			u.Set(p, behavior{Hold: hold})
+			fmt.Fprintf(&b, "  - {name: %s%02d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s, limit: %s}\n", g, i, u.URL(p), g)
+		}
 	}
 	in.writeConfig(b.String())
 	in.start()
 
 	start := time.Now()
 	sleepUntil(start.Add(7 * time.Second))
-	var ts []time.Time
-	for _, p := range paths {
-		ts = append(ts, u.Times(p)...)
-		if pk := u.PeakPath(p); pk > 1 {
-			t.Errorf("%s: %d polls in flight at once", p, pk)
+	for _, g := range []string{"slow", "fast"} {
+		var ts []time.Time
+		for _, p := range paths[g] {
+			ts = append(ts, u.Times(p)...)
+			if pk := u.PeakPath(p); pk > 1 {
+				t.Errorf("%s: %d polls in flight at once", p, pk)
+			}
 		}
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	if pk := u.PeakTag("grp"); pk > 2 {
-		t.Errorf("group grp had %d polls in flight at once; its concurrency is 2", pk)
-	}
-	if len(ts) == 0 {
-		t.Fatalf("no member of the group was polled in 7s")
-	}
-	// Token bucket of 5/s, burst 1: at most 1 + 5*W starts in any window of
-	// W seconds; one more is tolerated for timing noise.
-	const window = 2 * time.Second
-	maxIn := 0
-	for i := range ts {
-		n := 0
-		for j := i; j < len(ts) && ts[j].Sub(ts[i]) < window; j++ {
-			n++
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		if pk := u.PeakTag(g); pk > 2 {
+			t.Errorf("group %s had %d polls in flight at once; its concurrency is 2", g, pk)
+		} else if pk < 2 && g == "slow" {
+			t.Errorf("group %s never had 2 polls in flight with 10 members holding 700ms: the cap is not used", g)
 		}
-		maxIn = max(maxIn, n)
-	}
-	if maxIn > 12 {
-		t.Errorf("group grp started %d polls within %s; rate 5/s burst 1 allows 11", maxIn, window)
-	}
-	// Demand is 10/s, so the group should run close to its rate.
-	span := ts[len(ts)-1].Sub(ts[0])
-	if span > 4*time.Second {
-		if rate := float64(len(ts)-1) / span.Seconds(); rate < 3 || rate > 5.6 {
-			t.Errorf("group grp started %.1f polls/s over %s; want about 5/s", rate, span.Round(time.Millisecond))
+		if len(ts) < 2 {
+			t.Fatalf("group %s: %d polls in 7s", g, len(ts))
 		}
-	} else {
-		t.Errorf("group grp polls spanned only %s of 7s (%d polls)", span, len(ts))
+		// Token bucket of 5/s, burst 1: at most 1 + 5*W starts in any window
+		// of W seconds; one more is tolerated for timing noise.
+		const window = 2 * time.Second
+		maxIn := 0
+		for i := range ts {
+			n := 0
+			for j := i; j < len(ts) && ts[j].Sub(ts[i]) < window; j++ {
+				n++
+			}
+			maxIn = max(maxIn, n)
+		}
+		if maxIn > 12 {
+			t.Errorf("group %s started %d polls within %s; rate 5/s burst 1 allows 11", g, maxIn, window)
+		}
+		span := ts[len(ts)-1].Sub(ts[0])
+		rate := float64(len(ts)-1) / span.Seconds()
+		switch {
+		case span < 4*time.Second:
+			t.Errorf("group %s: polls spanned only %s of 7s (%d polls)", g, span, len(ts))
+		case g == "fast" && (rate < 3.5 || rate > 5.6):
+			// Demand is 10/s and capacity 20/s: the rate binds.
+			t.Errorf("group fast started %.1f polls/s over %s; want about 5/s", rate, span.Round(time.Millisecond))
+		case g == "slow" && rate > 3.3:
+			// 2 permits / 0.7s = 2.9/s at most.
+			t.Errorf("group slow started %.1f polls/s over %s; 2 in flight of 700ms allow 2.9/s", rate, span.Round(time.Millisecond))
+		}
 	}
 }
 
@@ -270,5 +303,130 @@ func TestScheduleFirstTickAndCron(t *testing.T) {
 	}
 	if o := d.source("crontz"); o.Schedule != "CRON_TZ=Asia/Tokyo */2 * * * * *" || o.State != "ok" {
 		t.Errorf("crontz: %s", o)
+	}
+}
+
+// Rule 3.1 for exec sources: never more than concurrency processes at once.
+func TestExecConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	logf := filepath.Join(in.dir, "spans.log")
+	var b strings.Builder
+	b.WriteString("concurrency: 2\nshutdown_timeout: 5s\nsources:\n")
+	for i := 0; i < 8; i++ {
+		fmt.Fprintf(&b, "  - {name: x%d, type: exec, schedule: \"@every 1s\", command: [\"sh\", \"-c\", "+
+			"\"echo start $(date +%%s%%N) >> %s; sleep 0.4; echo end $(date +%%s%%N) >> %s\"]}\n", i, logf, logf)
+	}
+	in.writeConfig(b.String())
+	in.start()
+	sleepUntil(time.Now().Add(5 * time.Second))
+	data, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatalf("no exec source ran: %v", err)
+	}
+	type ev struct {
+		at    int64
+		delta int
+	}
+	var evs []ev
+	for _, l := range nonEmptyLines(string(data)) {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(f[1], 10, 64)
+		d := 1
+		if f[0] == "end" {
+			d = -1
+		}
+		evs = append(evs, ev{ns, d})
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		if evs[i].at != evs[j].at {
+			return evs[i].at < evs[j].at
+		}
+		return evs[i].delta < evs[j].delta
+	})
+	cur, peak, starts := 0, 0, 0
+	for _, e := range evs {
+		cur += e.delta
+		peak = max(peak, cur)
+		if e.delta > 0 {
+			starts++
+		}
+	}
+	if peak > 2 {
+		t.Errorf("%d exec polls ran at once with concurrency 2", peak)
+	}
+	if starts < 10 {
+		t.Errorf("only %d exec polls in 5s with 2 permits and 0.4s polls", starts)
+	}
+}
+
+// Rule 3.2: the token bucket's burst (default 1) and rates per minute.
+func TestLimitGroupBurstAndUnits(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString(`concurrency: 16
+shutdown_timeout: 2s
+limits:
+  b5: {rate: 2/s, burst: 5}
+  b1: {rate: 2/s}
+  perm: {rate: 30/m}
+sources:
+`)
+	for _, g := range []string{"b5", "b1", "perm"} {
+		n := 6
+		if g == "perm" {
+			n = 3
+		}
+		for i := 0; i < n; i++ {
+			// All members due at the same instant, every second.
+			fmt.Fprintf(&b, "  - {name: %s-%d, type: http, url: %q, schedule: \"* * * * * *\", limit: %s}\n", g, i, u.URL(fmt.Sprintf("/%s/%d", g, i)), g)
+		}
+	}
+	in.writeConfig(b.String())
+	in.start()
+	sleepUntil(time.Now().Add(5 * time.Second))
+	times := func(g string) []time.Time {
+		var ts []time.Time
+		for i := 0; i < 6; i++ {
+			ts = append(ts, u.Times(fmt.Sprintf("/%s/%d", g, i))...)
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		return ts
+	}
+	b5 := times("b5")
+	if len(b5) < 6 {
+		t.Fatalf("b5: %d polls", len(b5))
+	}
+	if d := b5[4].Sub(b5[0]); d > 300*time.Millisecond {
+		t.Errorf("b5 {rate: 2/s, burst: 5}: the first 5 starts took %s; a full bucket of 5 lets them through at once", d.Round(time.Millisecond))
+	}
+	if d := b5[5].Sub(b5[0]); d < 350*time.Millisecond {
+		t.Errorf("b5 {rate: 2/s, burst: 5}: a 6th start %s after the first; the bucket holds 5", d.Round(time.Millisecond))
+	}
+	if span := b5[len(b5)-1].Sub(b5[0]); float64(len(b5)) > 5+2*span.Seconds()+1 {
+		t.Errorf("b5: %d starts in %s; rate 2/s burst 5 allows %.0f", len(b5), span.Round(time.Millisecond), 5+2*span.Seconds())
+	}
+	b1 := times("b1")
+	for i := 1; i < len(b1); i++ {
+		if gap := b1[i].Sub(b1[i-1]); gap < 400*time.Millisecond {
+			t.Errorf("b1 {rate: 2/s} (burst 1): two starts %s apart", gap.Round(time.Millisecond))
+		}
+	}
+	if len(b1) < 6 {
+		t.Errorf("b1 {rate: 2/s}: only %d starts in 5s", len(b1))
+	}
+	perm := times("perm")
+	for i := 1; i < len(perm); i++ {
+		if gap := perm[i].Sub(perm[i-1]); gap < 1800*time.Millisecond {
+			t.Errorf("perm {rate: 30/m}: two starts %s apart", gap.Round(time.Millisecond))
+		}
+	}
+	if len(perm) < 2 {
+		t.Errorf("perm {rate: 30/m}: only %d starts in 5s", len(perm))
 	}
 }

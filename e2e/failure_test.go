@@ -104,6 +104,12 @@ sources:
 	if o := in.statusJSON("x"); o.State != "error" || o.ErrorReason != wantReason || o.NextRunAt != nil {
 		t.Errorf("status -json x (daemon running): %s", o)
 	}
+	if v := d.metric("pacer_source_consecutive_failures", `source="x"`); v != 5 {
+		t.Errorf(`pacer_source_consecutive_failures{source="x"} = %v in error, want 5`, v)
+	}
+	if v := d.metric("pacer_sources", `state="error"`); v != 1 {
+		t.Errorf(`pacer_sources{state="error"} = %v, want 1`, v)
+	}
 
 	// reset (CLI, daemon running): back to polling within 2s (+ a tick).
 	resetAt := time.Now()
@@ -185,6 +191,7 @@ sources:
     url: "` + u.URL("/tick") + `"
     schedule: "@every 2s"
     backoff: {initial: 100ms, max: 1s, multiplier: 2, jitter: 0}
+` + jitterSources(u) + `
 `)
 	d := in.start()
 	u.waitArrivals(t, "/bk", 5, 16*time.Second)
@@ -203,6 +210,27 @@ sources:
 	if o.State != "backoff" || o.Breaker != "closed" || o.ConsecutiveFailures < 5 {
 		t.Errorf("bk with breaker.failures 0 and error_after 0 after 5 failures: want backoff/closed, got %s", o)
 	}
+	// jitter 0.5 on a 2s backoff: the next poll 1s to 3s after the failure,
+	// and not the same delay for every source.
+	var gaps []time.Duration
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("/jit/%d", i)
+		u.waitArrivals(t, p, 2, 5*time.Second)
+		ts := u.Times(p)
+		gap := ts[1].Sub(ts[0])
+		gaps = append(gaps, gap)
+		if gap < 950*time.Millisecond || gap > 3600*time.Millisecond {
+			t.Errorf("%s: next poll %s after a failure with backoff 2s +/- 50%%", p, gap.Round(time.Millisecond))
+		}
+	}
+	lo, hi := gaps[0], gaps[0]
+	for _, g := range gaps {
+		lo, hi = min(lo, g), max(hi, g)
+	}
+	if hi-lo < 150*time.Millisecond {
+		t.Errorf("six sources with jitter 0.5 on a 2s backoff all waited %s to %s: no jitter", lo.Round(time.Millisecond), hi.Round(time.Millisecond))
+	}
+
 	tt := u.Times("/tick")
 	if len(tt) < 3 {
 		t.Fatalf("tick: %d polls", len(tt))
@@ -351,6 +379,14 @@ func TestPollFailureKinds(t *testing.T) {
 	if err := os.Chmod(script, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	workDir := filepath.Join(in.dir, "work")
+	if err := os.Mkdir(workDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(workDir); err == nil {
+		workDir = real
+	}
+	in.env = []string{"E2E_FROM_DAEMON=inherited"}
 	u.Set("/slow", behavior{Hang: true})
 	u.Set("/big", behavior{Body: 4096})
 	u.Set("/small", behavior{Body: 1000})
@@ -374,6 +410,17 @@ sources:
   - {name: created, type: http, url: "` + u.URL("/created") + `", expect_status: [200]}
   - {name: teapot, type: http, url: "` + u.URL("/teapot") + `", expect_status: [418]}
   - {name: refused, type: http, url: "http://127.0.0.1:1/nothing-listens"}
+  - name: post
+    type: http
+    url: "` + u.URL("/post") + `"
+    method: POST
+    body: '{"q": 1}'
+    headers: {Content-Type: application/json, X-Extra: "yes"}
+  - name: envdir
+    type: exec
+    command: ["sh", "-c", "test \"$(pwd -P)\" = \"$WANT_DIR\" && test -n \"$PATH\" && test \"$E2E_FROM_DAEMON\" = inherited"]
+    env: {WANT_DIR: "` + workDir + `"}
+    dir: work
 `)
 	d := in.start()
 
@@ -430,6 +477,16 @@ sources:
 	check("teapot", succeeded)
 	check("refused", failed("GET http://127.0.0.1:1/nothing-listens"))
 
+	// method, body and headers are sent as configured.
+	u.waitArrivals(t, "/post", 1, 3*time.Second)
+	if a := u.Arrivals("/post")[0]; a.Method != "POST" || a.Body != `{"q": 1}` ||
+		a.Header.Get("Content-Type") != "application/json" || a.Header.Get("X-Extra") != "yes" {
+		t.Errorf("post: upstream got %s with body %q and headers %v", a.Method, a.Body, a.Header)
+	}
+	// exec: env adds to the daemon's environment; a relative dir resolves
+	// against the config file's directory.
+	check("envdir", succeeded)
+
 	// The exec timeout kills the script and its grandchild.
 	check("hang", failed("timeout"))
 	h := d.history("hang", 1)
@@ -457,4 +514,14 @@ sources:
 			return nil
 		})
 	}
+}
+
+func jitterSources(u *upstream) string {
+	var b strings.Builder
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("/jit/%d", i)
+		u.Set(p, behavior{Status: 500})
+		fmt.Fprintf(&b, "  - {name: jit%d, type: http, url: %q, schedule: \"@every 1s\", backoff: {initial: 2s, max: 2s, multiplier: 2, jitter: 0.5}}\n", i, u.URL(p))
+	}
+	return b.String()
 }

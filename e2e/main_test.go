@@ -1,9 +1,11 @@
 // Package e2e runs the built pacer binary against a fake upstream and checks
-// the external contract (/work/shared/CONTRACT.md, sections 1 to 6) from the
-// outside: command line, configuration, behaviour, admin API and metrics.
+// the external contract (/work/shared/CONTRACT.md) from the outside: command
+// line, configuration, behaviour, admin API and metrics (sections 1 to 6),
+// and the systemd integration (section 7).
 //
-// TestMain builds the binary once. Every test starts its own daemon(s) with
-// their own directory, store and admin port, so the tests run in parallel.
+// TestMain builds the binary once ($PACER_E2E_BIN names a binary to test
+// instead). Every test starts its own daemon(s) with their own directory,
+// store and admin port, so the tests run in parallel.
 package e2e
 
 import (
@@ -45,6 +47,11 @@ func TestMain(m *testing.M) {
 	})
 	if !parallelSet {
 		_ = flag.Set("test.parallel", "32")
+	}
+	if bin := os.Getenv("PACER_E2E_BIN"); bin != "" {
+		// Test a binary built elsewhere (another checkout, a release).
+		pacerBin = bin
+		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "pacer-e2e-bin-")
 	if err != nil {
@@ -90,6 +97,24 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// softly is eventually without stopping the test: it reports with t.Errorf
+// and returns false when timeout passes first.
+func softly(t testing.TB, timeout time.Duration, what string, cond func() error) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("timed out after %s waiting for %s: %v", timeout, what, err)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -157,6 +182,11 @@ type inst struct {
 	addr    string   // admin.listen
 	admin   string   // extra lines under admin: (e.g. token_file)
 	env     []string // extra environment
+	// wrap, when set, runs the daemon through a wrapper: wrap[0] wrap[1:]...
+	// pacer run -config FILE (e.g. sh -c 'ulimit ...; exec "$0" "$@"').
+	wrap []string
+	// noAdmin writes admin.listen: "" (the API disabled).
+	noAdmin bool
 }
 
 // freeAddr returns a loopback address nobody listens on. Ports come from
@@ -225,7 +255,11 @@ func (in *inst) storePath() string { return filepath.Join(in.dir, "pacer.db") }
 // concurrency, defaults, limits, sources...).
 func (in *inst) writeConfig(body string) {
 	in.t.Helper()
-	hdr := "store: pacer.db\nadmin:\n  listen: \"" + in.addr + "\"\n" + in.admin
+	listen := in.addr
+	if in.noAdmin {
+		listen = ""
+	}
+	hdr := "store: pacer.db\nadmin:\n  listen: \"" + listen + "\"\n" + in.admin
 	writeFile(in.t, in.cfgPath, hdr+body)
 }
 
@@ -364,7 +398,8 @@ func (in *inst) spawnWith(cfgPath string) *daemon {
 	t := in.t
 	t.Helper()
 	d := &daemon{in: in, t: t, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(pacerBin, "run", "-config", cfgPath)
+	argv := append(append([]string(nil), in.wrap...), pacerBin, "run", "-config", cfgPath)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Dir = in.cwd
 	d.cmd.Env = baseEnv(in.env)
 	d.cmd.Stderr = d.stderr

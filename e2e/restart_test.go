@@ -29,6 +29,7 @@ func testRestart(t *testing.T, crash bool) {
 	for _, p := range []string{"/open", "/err", "/back"} {
 		u.Set(p, behavior{Status: 500})
 	}
+	u.Set("/thr", behavior{Status: 429, RetryAfter: "8"})
 	u.Set("/hang", behavior{Hang: true})
 	cfg := `concurrency: 4
 shutdown_timeout: 2s
@@ -42,6 +43,7 @@ sources:
   - {name: back, type: http, url: "` + u.URL("/back") + `", breaker: {failures: 0}, error_after: 0,
      backoff: {initial: 8s, max: 1m, multiplier: 2, jitter: 0}}
   - {name: ok, type: http, url: "` + u.URL("/ok") + `"}
+  - {name: thr, type: http, url: "` + u.URL("/thr") + `"}
 `
 	if crash {
 		cfg += `  - {name: hang, type: http, url: "` + u.URL("/hang") + `", timeout: 60s}
@@ -60,6 +62,9 @@ sources:
 		}
 		if o := all["back"]; o.State != "backoff" || o.ConsecutiveFailures != 1 {
 			return errf("back: %s", o)
+		}
+		if o := all["thr"]; o.State != "throttled" || o.ThrottledTotal != 1 {
+			return errf("thr: %s", o)
 		}
 		return nil
 	})
@@ -81,7 +86,7 @@ sources:
 	}
 	u.waitArrivals(t, "/ok", 1, 3*time.Second)
 
-	names := []string{"open", "err", "paused", "back"}
+	names := []string{"open", "err", "paused", "back", "thr"}
 	before := d.sources()
 	if crash {
 		// Committed within 250ms of the poll's end (and of the command).
@@ -114,6 +119,13 @@ sources:
 			t.Errorf("after restart, %s: %v\nbefore: %s\nafter:  %s", n, err, before[n], after[n])
 		}
 	}
+	// The history records of the polls before the stop were committed with
+	// their states.
+	for _, n := range names {
+		if h := d2.history(n, 20); int64(len(h)) != before[n].PollsTotal {
+			t.Errorf("%s: %d history records after the restart for polls_total %d", n, len(h), before[n].PollsTotal)
+		}
+	}
 	if crash {
 		// The poll in flight at the crash counts as nothing.
 		h := d2.history("hang", 10)
@@ -137,7 +149,7 @@ sources:
 
 	// back and open: not called before their stored next poll time, and
 	// called soon after it.
-	for _, n := range []string{"back", "open"} {
+	for _, n := range []string{"back", "open", "thr"} {
 		next := before[n].NextRunAt
 		if next == nil {
 			t.Errorf("%s: next_run_at is null", n)
@@ -146,8 +158,8 @@ sources:
 		if n == "open" && next.Before(before[n].LastRunAt.Add(10*time.Second)) {
 			t.Errorf("open: next_run_at %s is before the end of its 10s cooldown (last run %s)", fmtTime(next), fmtTime(before[n].LastRunAt))
 		}
-		if n == "back" && next.Before(before[n].LastRunAt.Add(8*time.Second)) {
-			t.Errorf("back: next_run_at %s is before its 8s backoff (last run %s)", fmtTime(next), fmtTime(before[n].LastRunAt))
+		if (n == "back" || n == "thr") && next.Before(before[n].LastRunAt.Add(8*time.Second)) {
+			t.Errorf("%s: next_run_at %s is before its 8s backoff / Retry-After (last run %s)", n, fmtTime(next), fmtTime(before[n].LastRunAt))
 		}
 		path := "/" + n
 		eventually(t, max(time.Until(*next), 0)+3*time.Second, n+" polled again after its stored next_run_at", func() error {
@@ -279,4 +291,62 @@ sources:
 	n = u.Count("/ok")
 	u.waitArrivals(t, "/ok", n+1, 3*time.Second)
 	d3.stop(10 * time.Second)
+}
+
+// Rule 3.7: a source in error whose effective configuration changed while
+// the daemon was stopped (its own field, or an inherited default) leaves the
+// error state when the daemon loads it; an unchanged one stays in error.
+func TestConfigChangeClearsErrorAtStart(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	for _, p := range []string{"/own", "/inherit", "/same"} {
+		u.Set(p, behavior{Status: 500})
+	}
+	cfg := func(defTimeout, ownTimeout string) string {
+		return `concurrency: 4
+shutdown_timeout: 2s
+defaults:
+  schedule: "@every 1s"
+  timeout: ` + defTimeout + `
+  breaker: {failures: 0}
+  error_after: 1
+sources:
+  - {name: own, type: http, url: "` + u.URL("/own") + `", timeout: ` + ownTimeout + `}
+  - {name: inherit, type: http, url: "` + u.URL("/inherit") + `"}
+  - {name: same, type: http, url: "` + u.URL("/same") + `", timeout: 3s}
+`
+	}
+	in.writeConfig(cfg("5s", "3s"))
+	d := in.start()
+	eventually(t, 4*time.Second, "own, inherit and same in error", func() error {
+		for n, o := range d.sources() {
+			if o.State != "error" {
+				return errf("%s: %s", n, o)
+			}
+		}
+		return nil
+	})
+	d.stop(10 * time.Second)
+	stoppedAt := time.Now()
+	in.writeConfig(cfg("6s", "4s"))
+	d = in.start()
+	for _, p := range []string{"/own", "/inherit"} {
+		eventually(t, 3*time.Second, p+" polled after its configuration changed", func() error {
+			if u.CountSince(p, stoppedAt) == 0 {
+				return errf("no request")
+			}
+			return nil
+		})
+	}
+	u.noArrivals(t, "/same", stoppedAt, 2*time.Second, "a source in error with an unchanged configuration must stay in error")
+	all := d.sources()
+	if o := all["same"]; o.State != "error" || o.ConsecutiveFailures != 1 {
+		t.Errorf("same: %s", o)
+	}
+	for _, n := range []string{"own", "inherit"} {
+		if o := all[n]; o.PollsTotal != 2 || o.ConsecutiveFailures > 1 {
+			t.Errorf("%s: want a fresh count after the change (polls_total 2, consecutive_failures <= 1): %s", n, o)
+		}
+	}
 }

@@ -106,7 +106,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	in := newInst(t)
-	for _, p := range []string{"/errchg", "/errtm", "/errsame"} {
+	for _, p := range []string{"/errchg", "/errtm", "/errsame", "/errgone"} {
 		u.Set(p, behavior{Status: 500})
 	}
 	src := func(name, path, extra string) string {
@@ -121,8 +121,9 @@ sources:
 `
 	const errX = ", breaker: {failures: 0}, error_after: 1"
 	v1 := head + src("keep", "/keep", "") + src("gone", "/gone", "") + src("chg", "/chg-old", "") +
-		src("errchg", "/errchg", errX) + src("errtm", "/errtm", errX+", timeout: 5s") + src("errsame", "/errsame", errX)
-	v2 := head + src("keep", "/keep", "") + src("chg", "/chg-new", "") +
+		src("errchg", "/errchg", errX) + src("errtm", "/errtm", errX+", timeout: 5s") + src("errsame", "/errsame", errX) +
+		src("errgone", "/errgone", errX) + src("resched", "/resched", `, schedule: "0 0 1 1 *"`)
+	v2 := head + src("keep", "/keep", "") + src("chg", "/chg-new", "") + src("resched", "/resched", "") +
 		src("errchg", "/errchg2", errX) + src("errtm", "/errtm", errX+", timeout: 6s") + src("errsame", "/errsame", errX) +
 		src("new", "/new", "")
 	in.writeConfig(v1)
@@ -131,9 +132,9 @@ sources:
 	for _, p := range []string{"/keep", "/gone", "/chg-old"} {
 		u.waitArrivals(t, p, 1, 3*time.Second)
 	}
-	eventually(t, 3*time.Second, "errchg, errtm and errsame in error", func() error {
+	eventually(t, 3*time.Second, "errchg, errtm, errsame and errgone in error", func() error {
 		all := d.sources()
-		for _, n := range []string{"errchg", "errtm", "errsame"} {
+		for _, n := range []string{"errchg", "errtm", "errsame", "errgone"} {
 			if all[n].State != "error" {
 				return errf("%s: %s", n, all[n])
 			}
@@ -149,7 +150,7 @@ sources:
 	in.writeConfig(v2)
 	hupAt := time.Now()
 	d.signal(syscall.SIGHUP)
-	for _, p := range []string{"/new", "/chg-new", "/errchg2", "/errtm"} {
+	for _, p := range []string{"/new", "/chg-new", "/errchg2", "/errtm", "/resched"} {
 		p := p
 		eventually(t, 3500*time.Millisecond, "a request on "+p+" after the reload", func() error {
 			if u.CountSince(p, hupAt) == 0 {
@@ -229,8 +230,10 @@ sources:
 		t.Errorf("pacer_concurrency_limit %v after a rejected reload, want 4", v)
 	}
 
-	// Re-adding a removed source unchanged restores its stored state.
-	in.writeConfig(v2 + src("gone", "/gone", ""))
+	// Re-adding a removed source unchanged restores its stored state (also
+	// the error state).
+	errgoneBefore := u.Count("/errgone")
+	in.writeConfig(v2 + src("gone", "/gone", "") + src("errgone", "/errgone", errX))
 	readdAt := time.Now()
 	d.signal(syscall.SIGHUP)
 	eventually(t, 3500*time.Millisecond, "gone back with its stored state and polled", func() error {
@@ -250,4 +253,145 @@ sources:
 		}
 		return nil
 	})
+	if o := d.source("errgone"); o.State != "error" || o.ConsecutiveFailures != 1 {
+		t.Errorf("errgone re-added unchanged must still be in error: %s", o)
+	}
+	if n := u.Count("/errgone"); n != errgoneBefore {
+		t.Errorf("errgone re-added unchanged (in error) was polled")
+	}
+}
+
+// Rule 3.11: a reload changes the global concurrency and a group's limits.
+func TestReloadLimitsAndConcurrency(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	cfg := func(conc, group int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "concurrency: %d\nshutdown_timeout: 2s\nlimits:\n  g: {concurrency: %d}\nsources:\n", conc, group)
+		for i := 0; i < 8; i++ {
+			fmt.Fprintf(&b, "  - {name: free%d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s}\n", i, u.URL(fmt.Sprintf("/free/%d", i)))
+		}
+		for i := 0; i < 5; i++ {
+			fmt.Fprintf(&b, "  - {name: g%d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s, limit: g}\n", i, u.URL(fmt.Sprintf("/g/%d", i)))
+		}
+		return b.String()
+	}
+	for i := 0; i < 8; i++ {
+		u.Set(fmt.Sprintf("/free/%d", i), behavior{Hold: 800 * time.Millisecond})
+	}
+	for i := 0; i < 5; i++ {
+		u.Set(fmt.Sprintf("/g/%d", i), behavior{Hold: 800 * time.Millisecond})
+	}
+	in.writeConfig(cfg(3, 1))
+	d := in.start()
+	sleepUntil(time.Now().Add(3 * time.Second))
+	if pk := u.Peak(); pk > 3 {
+		t.Errorf("before the reload: %d in flight with concurrency 3", pk)
+	}
+	if pk := u.PeakTag("g"); pk > 1 {
+		t.Errorf("before the reload: group g had %d in flight with concurrency 1", pk)
+	}
+
+	for _, step := range []struct{ conc, group int }{{8, 3}, {2, 1}} {
+		in.writeConfig(cfg(step.conc, step.group))
+		d.signal(syscall.SIGHUP)
+		softly(t, 2*time.Second, fmt.Sprintf("pacer_concurrency_limit %d after the reload", step.conc), func() error {
+			if v := d.metric("pacer_concurrency_limit", ""); v != float64(step.conc) {
+				return errf("%v", v)
+			}
+			return nil
+		})
+		// Polls started under the old limits end within 800ms.
+		sleepUntil(time.Now().Add(1200 * time.Millisecond))
+		u.ResetPeaks()
+		sleepUntil(time.Now().Add(3 * time.Second))
+		if pk := u.Peak(); pk > step.conc {
+			t.Errorf("after the reload to concurrency %d: %d in flight", step.conc, pk)
+		} else if step.conc == 8 && pk < 5 {
+			t.Errorf("after the reload to concurrency 8 with 13 sources holding 800ms: only %d in flight at most", pk)
+		}
+		if pk := u.PeakTag("g"); pk > step.group {
+			t.Errorf("after the reload to group concurrency %d: %d in flight in group g", step.group, pk)
+		} else if step.group == 3 && pk < 2 {
+			t.Errorf("after the reload to group concurrency 3: at most %d in flight in group g", pk)
+		}
+	}
+}
+
+// Rule 3.11 with rule 3.2: polls queued (admitted by their group, waiting
+// for a global permit) when a reload lowers the group's concurrency start
+// under the new limit.
+func TestReloadGroupLimitAppliesToQueuedPolls(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	cfg := func(group int) string {
+		var b strings.Builder
+		b.WriteString("concurrency: 2\nshutdown_timeout: 2s\n")
+		if group > 0 {
+			fmt.Fprintf(&b, "limits:\n  g: {concurrency: %d}\n", group)
+		}
+		b.WriteString("sources:\n")
+		for i := 0; i < 2; i++ {
+			fmt.Fprintf(&b, "  - {name: block%d, type: http, url: %q, schedule: \"@every 1s\", timeout: 60s}\n", i, u.URL(fmt.Sprintf("/block/%d", i)))
+		}
+		for i := 0; i < 3 && group > 0; i++ {
+			fmt.Fprintf(&b, "  - {name: g%d, type: http, url: %q, schedule: \"@every 1s\", timeout: 5s, limit: g}\n", i, u.URL(fmt.Sprintf("/g/%d", i)))
+		}
+		return b.String()
+	}
+	for i := 0; i < 2; i++ {
+		u.Set(fmt.Sprintf("/block/%d", i), behavior{Hang: true})
+	}
+	for i := 0; i < 3; i++ {
+		u.Set(fmt.Sprintf("/g/%d", i), behavior{Hold: 1500 * time.Millisecond})
+	}
+	// First the blockers alone: they take both global permits.
+	in.writeConfig(cfg(0))
+	d := in.start()
+	eventually(t, 3*time.Second, "both blockers hanging", func() error {
+		if n := u.InflightTag("block"); n != 2 {
+			return errf("%d in flight", n)
+		}
+		return nil
+	})
+	// Then the members, group concurrency 3: they queue for global permits.
+	in.writeConfig(cfg(3))
+	d.signal(syscall.SIGHUP)
+	blockedAt := time.Now()
+	sleepUntil(blockedAt.Add(1500 * time.Millisecond)) // every member ticked and queued
+	if n := u.CountSince("/g/0", blockedAt) + u.CountSince("/g/1", blockedAt) + u.CountSince("/g/2", blockedAt); n > 0 {
+		t.Fatalf("group members polled while no global permit was free")
+	}
+	if code, _ := d.do(http.MethodGet, "/api/sources/g2", "", ""); code != http.StatusOK {
+		t.Fatalf("the members were not added by the reload")
+	}
+	// Lower the group's concurrency to 1, then free the global permits.
+	logOff := d.stderr.Len()
+	in.writeConfig(cfg(1))
+	d.signal(syscall.SIGHUP)
+	eventually(t, 3*time.Second, "the second reload", func() error {
+		if !strings.Contains(d.logs()[logOff:], "reload") {
+			return errf("no reload logged")
+		}
+		return nil
+	})
+	sleepUntil(time.Now().Add(300 * time.Millisecond))
+	for i := 0; i < 2; i++ {
+		p := fmt.Sprintf("/block/%d", i)
+		u.Set(p, behavior{})
+		u.Release(p)
+	}
+	u.ResetPeaks()
+	eventually(t, 5*time.Second, "group members polled after the blockers ended", func() error {
+		if n := u.CountSince("/g/0", blockedAt) + u.CountSince("/g/1", blockedAt) + u.CountSince("/g/2", blockedAt); n < 2 {
+			return errf("%d polls", n)
+		}
+		return nil
+	})
+	sleepUntil(time.Now().Add(2 * time.Second))
+	if pk := u.PeakTag("g"); pk > 1 {
+		t.Errorf("group g, reloaded to concurrency 1, had %d polls in flight (polls queued before the reload started under the old limit 3)", pk)
+	}
 }

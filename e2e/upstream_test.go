@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,9 +27,11 @@ type behavior struct {
 // arrival is one request as the upstream saw it.
 type arrival struct {
 	At     time.Time
+	Method string
 	Header http.Header
 	Query  url.Values
 	Raw    string // the request URI
+	Body   string // the request body (first 64 KiB)
 }
 
 type gauge struct{ cur, peak int }
@@ -61,12 +65,24 @@ type upstream struct {
 	paths map[string]*pathStat
 	tags  map[string]*gauge
 	all   gauge
+	conns gauge // open TCP connections
 	done  chan struct{}
 }
 
 func newUpstream(t testing.TB) *upstream {
 	u := &upstream{t: t, paths: map[string]*pathStat{}, tags: map[string]*gauge{}, done: make(chan struct{})}
-	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
+	u.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		switch st {
+		case http.StateNew:
+			u.conns.inc()
+		case http.StateClosed, http.StateHijacked:
+			u.conns.dec()
+		}
+	}
+	u.srv.Start()
 	t.Cleanup(func() {
 		close(u.done)
 		u.srv.Close()
@@ -123,11 +139,12 @@ func (u *upstream) Release(path string) {
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	path := r.URL.Path
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	u.mu.Lock()
 	ps := u.stat(path)
 	b := ps.beh
 	rel := ps.release
-	ps.arrivals = append(ps.arrivals, arrival{At: now, Header: r.Header.Clone(), Query: r.URL.Query(), Raw: r.RequestURI})
+	ps.arrivals = append(ps.arrivals, arrival{At: now, Method: r.Method, Header: r.Header.Clone(), Query: r.URL.Query(), Raw: r.RequestURI, Body: string(body)})
 	ps.g.inc()
 	tg := u.tag(path)
 	tg.inc()
@@ -234,6 +251,27 @@ func (u *upstream) Peak() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.all.peak
+}
+
+// ResetPeaks forgets the peaks seen so far (the current counts stay).
+func (u *upstream) ResetPeaks() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.all.peak = u.all.cur
+	u.conns.peak = u.conns.cur
+	for _, g := range u.tags {
+		g.peak = g.cur
+	}
+	for _, ps := range u.paths {
+		ps.g.peak = ps.g.cur
+	}
+}
+
+// PeakConns is the largest number of TCP connections open at once.
+func (u *upstream) PeakConns() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.conns.peak
 }
 
 func (u *upstream) PeakPath(path string) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/store"
@@ -45,7 +46,9 @@ func (s *Scheduler) entry(name string) (*entry, error) {
 
 // Reset clears a source's failures, breaker and error state; it is next
 // polled at its next tick. A poll in flight finishes first and the reset
-// is applied over its outcome.
+// is applied over its outcome. Like Pause and Resume, it returns once the
+// change is committed (or the store is failing), so that status read from
+// the store right after shows it.
 func (s *Scheduler) Reset(name string) (SourceObject, error) {
 	return s.mutate(name, ActionReset, "")
 }
@@ -60,6 +63,9 @@ func (s *Scheduler) Pause(name, reason string) (SourceObject, error) {
 func (s *Scheduler) Resume(name string) (SourceObject, error) {
 	return s.mutate(name, ActionResume, "")
 }
+
+// commitWait bounds how long an operator's change waits for its commit.
+const commitWait = 2 * time.Second
 
 // Trigger polls a source now, past its backoff and an open breaker, under
 // the global and group limits (rule 3.9). It returns ErrConflict for a
@@ -88,15 +94,16 @@ func (s *Scheduler) Trigger(name string) error {
 // persists it and reschedules the source.
 func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, err := s.entry(name)
 	if err != nil {
+		s.mu.Unlock()
 		return SourceObject{}, err
 	}
 	now := s.clock.Now()
 	prev := StateOf(&e.st, now)
 	st, err := applyAction(action, e.st, e.timing, reason, now)
 	if err != nil {
+		s.mu.Unlock()
 		return SourceObject{}, err
 	}
 	e.st = st
@@ -110,7 +117,12 @@ func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 	s.logChange(e, prev, now, action)
 	s.save(e, nil)
 	s.reschedule(e, now)
-	return View(e.src, &e.st, now, s.redact.Redact), nil
+	o, seq := View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	defer cancel()
+	s.flush.waitSaved(ctx, name, seq)
+	return o, nil
 }
 
 // History returns up to n poll records of a source, newest first,
@@ -240,6 +252,9 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 		} else {
 			delete(s.entries, name)
 		}
+	}
+	if s.limitOf(cfg) < cfg.Concurrency {
+		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.limitOf(cfg))
 	}
 	s.resizeWorkers(s.limitOf(cfg))
 	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))

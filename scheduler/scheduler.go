@@ -60,7 +60,7 @@ type Scheduler struct {
 	m         *metrics
 	flush     *flusher
 	client    *http.Client
-	transport *http.Transport
+	transport *transport
 	maxConc   int
 	cmdEvery  time.Duration
 	loopHook  func()
@@ -159,7 +159,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
 	s.m = m
-	s.transport = sources.NewTransport(s.limitOf(cfg))
+	s.transport = newTransport(s.limitOf(cfg))
 	s.client = sources.NewClient(s.transport)
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
 	return s, nil
@@ -257,7 +257,7 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.wg.Wait()
 	s.flushWG.Wait()
 	err := s.flush.flushFinal(10 * time.Second)
-	s.transport.CloseIdleConnections()
+	s.transport.close()
 	if err != nil {
 		return fmt.Errorf("scheduler: final flush: %w", err)
 	}
@@ -284,8 +284,9 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	s.reschedule(e, now)
 	if !found {
 		// Persist the new source with its first tick, so that status read
-		// from the store shows when it will run.
-		s.save(e, nil)
+		// from the store shows when it will run. No poll has happened, so
+		// its first poll need not wait for this commit (rule 3.8).
+		s.flush.submit(e.st, nil)
 	}
 	return nil
 }
@@ -429,6 +430,12 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 		if j == nil {
 			return
 		}
+		// Rule 3.8 before the token: a poll that took its token then
+		// waited for the commit would start later than its rate allows.
+		s.mu.Lock()
+		seq := j.e.savedSeq
+		s.mu.Unlock()
+		s.flush.waitSaved(ctx, j.e.name, seq)
 		if g.sem != nil {
 			select {
 			case g.sem <- struct{}{}:
@@ -477,6 +484,12 @@ func (s *Scheduler) requeue(j *job) {
 		}
 		return
 	}
+	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" {
+		// A trigger survives a change of group: it goes through the new one.
+		s.due.remove(e)
+		s.dispatch(e, s.clock.Now(), true)
+		return
+	}
 	s.reschedule(e, s.clock.Now())
 }
 
@@ -503,6 +516,7 @@ func (s *Scheduler) resizeWorkers(n int) {
 		}()
 	}
 	s.m.limit.Set(float64(n))
+	s.transport.resize(n)
 }
 
 // work is one worker: a global permit. It takes jobs until ctx is done.
@@ -528,8 +542,9 @@ func (s *Scheduler) run(j *job) {
 	s.m.semaphoreWait.Observe(start.Sub(j.readyAt).Seconds())
 
 	s.mu.Lock()
-	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" {
-		// It changed while it waited for permits: nothing to do.
+	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+		// It changed while it waited for permits: it goes back to its
+		// schedule (through its new group, if that changed).
 		s.mu.Unlock()
 		s.releaseGroup(j)
 		s.requeue(j)

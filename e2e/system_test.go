@@ -1,0 +1,361 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Section 2: CRON_TZ time zones work on a host without tzdata. The daemon
+// runs in a mount namespace where every zoneinfo directory Go looks at is
+// hidden by an empty tmpfs.
+func TestCronTZWithoutTzdata(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	in.writeConfig(`sources:
+  - {name: ktm, type: http, url: "http://127.0.0.1:1/k", schedule: "CRON_TZ=Asia/Kathmandu 0 0 * * * *"}
+  - {name: nfl, type: http, url: "http://127.0.0.1:1/n", schedule: "CRON_TZ=America/St_Johns 0 0 * * *"}
+`)
+	var dirs []string
+	for _, d := range []string{"/usr/share/zoneinfo", "/usr/share/lib/zoneinfo", "/usr/lib/locale/TZ", "/etc/zoneinfo",
+		filepath.Join(runtime.GOROOT(), "lib", "time")} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	script := ""
+	for _, d := range dirs {
+		script += "mount -t tmpfs tmpfs '" + d + "' && "
+	}
+	hide := []string{"unshare", "-m", "sh", "-c", script + `exec "$0" "$@"`}
+	probe := exec.Command(hide[0], append(hide[1:], "sh", "-c", "cat "+strings.Join(dirs, "/* ")+"/* 2>/dev/null | wc -c")...)
+	probe.Env = baseEnv(nil)
+	out, err := probe.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "0" {
+		// No mount namespace here (not root): the binary must embed the
+		// time zone database instead.
+		t.Logf("cannot hide tzdata (%v: %s); checking that the binary embeds time/tzdata", err, out)
+		deps, err := exec.Command("go", "list", "-deps", "github.com/pacer-dev/pacer").Output()
+		if err != nil {
+			t.Fatalf("go list -deps: %v", err)
+		}
+		if !strings.Contains(string(deps), "time/tzdata\n") {
+			t.Errorf("pacer does not embed time/tzdata: CRON_TZ cannot work on a host without tzdata")
+		}
+		return
+	}
+	env := []string{"ZONEINFO="}
+	in.env = env
+	vr := func() cliResult {
+		cmd := exec.Command(hide[0], append(hide[1:], pacerBin, "validate", "-config", in.cfgPath)...)
+		cmd.Env = baseEnv(env)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		res := cliResult{stdout: o.String(), stderr: e.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			res.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("validate without tzdata: %v", err)
+		}
+		return res
+	}()
+	if vr.code != 0 {
+		t.Fatalf("validate with CRON_TZ on a host without tzdata: %s", vr)
+	}
+	in.wrap = hide
+	d := in.start()
+	all := d.sources()
+	if o := all["ktm"]; o.NextRunAt == nil || o.NextRunAt.Minute() != 15 || o.NextRunAt.Second() != 0 {
+		t.Errorf("ktm (hourly at :00 in Asia/Kathmandu, UTC+5:45): next_run_at %s, want minute 15 UTC", fmtTime(o.NextRunAt))
+	}
+	if o := all["nfl"]; o.NextRunAt == nil || o.NextRunAt.Minute() != 30 || o.NextRunAt.Second() != 0 ||
+		(o.NextRunAt.Hour() != 2 && o.NextRunAt.Hour() != 3) {
+		t.Errorf("nfl (daily at midnight in America/St_Johns): next_run_at %s, want 02:30 or 03:30 UTC", fmtTime(o.NextRunAt))
+	}
+}
+
+// Section 2: the scheduler stays cheap with 100,000 sources. Not parallel:
+// its start-up would disturb the timing of the other tests.
+func TestHundredThousandSources(t *testing.T) {
+	u := newUpstream(t)
+	in := newInst(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 16\nshutdown_timeout: 5s\nsources:\n")
+	const n = 100000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {name: s%06d, type: http, url: \"%s/m/%d\", schedule: \"@every 1h\", timeout: 5s}\n", i, u.srv.URL, i)
+	}
+	in.writeConfig(b.String())
+	d := in.spawn()
+	d.waitReady(60 * time.Second)
+	if took := time.Since(d.started); took > 30*time.Second {
+		t.Errorf("100,000 sources: ready after %s", took.Round(time.Millisecond))
+	}
+	t.Logf("100,000 sources: ready after %s", time.Since(d.started).Round(time.Millisecond))
+	sleepUntil(time.Now().Add(2 * time.Second)) // let the start-up settle before measuring
+	cpu0, start := procCPU(t, d.pid()), time.Now()
+	tag0 := countTag(u, "m")
+	sleepUntil(start.Add(4 * time.Second))
+	cpu := procCPU(t, d.pid()) - cpu0
+	el := time.Since(start)
+	polls := countTag(u, "m") - tag0
+	rss := procRSS(t, d.pid())
+	t.Logf("100,000 sources: %.0f%% of a core over %s, %d polls, RSS %d MiB", 100*cpu.Seconds()/el.Seconds(), el.Round(time.Millisecond), polls, rss>>20)
+	if cpu > el/2 {
+		t.Errorf("100,000 sources on @every 1h (about 28 polls/s) use %.0f%% of a core", 100*cpu.Seconds()/el.Seconds())
+	}
+	if polls < 40 {
+		t.Errorf("100,000 sources on @every 1h: only %d polls in %s; want about %d (spread over the hour)", polls, el.Round(time.Millisecond), int(el.Seconds()*n/3600))
+	}
+	if rss > 1<<30 {
+		t.Errorf("100,000 sources: RSS %d MiB", rss>>20)
+	}
+	if o := d.source("s050000"); o.Name != "s050000" || o.NextRunAt == nil {
+		t.Errorf("s050000: %s", o)
+	}
+	d.stop(20 * time.Second)
+}
+
+func countTag(u *upstream, tag string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for p, ps := range u.paths {
+		if tagOf(p) == tag {
+			n += len(ps.arrivals)
+		}
+	}
+	return n
+}
+
+// procCPU is the user+system CPU time of pid.
+func procCPU(t testing.TB, pid int) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("read /proc/%d/stat: %v", pid, err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// procRSS is the resident set size of pid in bytes.
+func procRSS(t testing.TB, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read /proc/%d/status: %v", pid, err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// notifyListener collects the datagrams a daemon sends to NOTIFY_SOCKET.
+type notifyListener struct {
+	path string
+	mu   sync.Mutex
+	msgs []notifyMsg
+}
+
+type notifyMsg struct {
+	at   time.Time
+	text string
+}
+
+func newNotifyListener(t *testing.T) *notifyListener {
+	dir, err := os.MkdirTemp("", "sdn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	nl := &notifyListener{path: filepath.Join(dir, "notify.sock")}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: nl.path, Net: "unixgram"})
+	if err != nil {
+		t.Fatalf("listen %s: %v", nl.path, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			nl.mu.Lock()
+			nl.msgs = append(nl.msgs, notifyMsg{at: time.Now(), text: string(buf[:n])})
+			nl.mu.Unlock()
+		}
+	}()
+	return nl
+}
+
+func (nl *notifyListener) all() []notifyMsg {
+	nl.mu.Lock()
+	defer nl.mu.Unlock()
+	return append([]notifyMsg(nil), nl.msgs...)
+}
+
+// find returns the first message after since with the line want ("READY=1") after since has the line want ("READY=1")
+// or, when want ends with "=", a line starting with it.
+func (nl *notifyListener) find(since time.Time, want string) (notifyMsg, bool) {
+	for _, m := range nl.all() {
+		if m.at.Before(since) {
+			continue
+		}
+		for _, l := range strings.Split(m.text, "\n") {
+			if l == want || (strings.HasSuffix(want, "=") && strings.HasPrefix(l, want)) {
+				return m, true
+			}
+		}
+	}
+	return notifyMsg{}, false
+}
+
+func (nl *notifyListener) texts() string {
+	var b strings.Builder
+	for _, m := range nl.all() {
+		fmt.Fprintf(&b, "%s %q\n", m.at.Format("15:04:05.000"), m.text)
+	}
+	return b.String()
+}
+
+func monotonicUsec(t testing.TB) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatalf("clock_gettime: %v", err)
+	}
+	return ts.Nano() / 1000
+}
+
+// Section 7: systemd notifications and the watchdog.
+func TestSystemdNotify(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	nl := newNotifyListener(t)
+	in := newInst(t)
+	in.env = []string{"NOTIFY_SOCKET=" + nl.path, "WATCHDOG_USEC=1000000"}
+	in.writeConfig(`shutdown_timeout: 2s
+sources:
+  - {name: ok, type: http, url: "` + u.URL("/ok") + `", schedule: "@every 1s"}
+`)
+	d := in.start()
+	eventually(t, 2*time.Second, "READY=1 and a STATUS= line", func() error {
+		if _, ok := nl.find(d.started, "READY=1"); !ok {
+			return errf("got:\n%s", nl.texts())
+		}
+		if _, ok := nl.find(d.started, "STATUS="); !ok {
+			return errf("got:\n%s", nl.texts())
+		}
+		return nil
+	})
+	// WATCHDOG=1 every 500ms (half of WATCHDOG_USEC).
+	w0 := time.Now()
+	sleepUntil(w0.Add(3 * time.Second))
+	var pings []time.Time
+	for _, m := range nl.all() {
+		if !m.at.Before(w0) && strings.Contains("\n"+m.text+"\n", "\nWATCHDOG=1\n") {
+			pings = append(pings, m.at)
+		}
+	}
+	if len(pings) < 4 {
+		t.Errorf("%d WATCHDOG=1 in 3s with WATCHDOG_USEC=1s; want one every 500ms:\n%s", len(pings), nl.texts())
+	}
+	for i := 1; i < len(pings); i++ {
+		if gap := pings[i].Sub(pings[i-1]); gap > 800*time.Millisecond {
+			t.Errorf("WATCHDOG=1 pings %s apart; want every 500ms", gap.Round(time.Millisecond))
+		}
+	}
+
+	// SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1.
+	hupAt := time.Now()
+	mono := monotonicUsec(t)
+	d.signal(syscall.SIGHUP)
+	eventually(t, 3*time.Second, "RELOADING=1 with MONOTONIC_USEC= then READY=1", func() error {
+		m, ok := nl.find(hupAt, "RELOADING=1")
+		if !ok {
+			return errf("no RELOADING=1:\n%s", nl.texts())
+		}
+		usec := int64(-1)
+		for _, l := range strings.Split(m.text, "\n") {
+			if v, ok := strings.CutPrefix(l, "MONOTONIC_USEC="); ok {
+				usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if usec < mono-1_000_000 || usec > mono+5_000_000 {
+			return errf("RELOADING=1 without a MONOTONIC_USEC= near %d: %q", mono, m.text)
+		}
+		if _, ok := nl.find(m.at, "READY=1"); !ok {
+			return errf("no READY=1 after RELOADING=1:\n%s", nl.texts())
+		}
+		return nil
+	})
+	// SIGTERM: STOPPING=1.
+	stopAt := time.Now()
+	d.stop(10 * time.Second)
+	eventually(t, time.Second, "STOPPING=1", func() error {
+		if _, ok := nl.find(stopAt, "STOPPING=1"); !ok {
+			return errf("got:\n%s", nl.texts())
+		}
+		return nil
+	})
+
+	// WATCHDOG_PID naming another process: no keep-alives.
+	nl2 := newNotifyListener(t)
+	in2 := newInst(t)
+	in2.env = []string{"NOTIFY_SOCKET=" + nl2.path, "WATCHDOG_USEC=400000", "WATCHDOG_PID=1"}
+	in2.writeConfig(`sources:
+  - {name: ok, type: http, url: "` + u.URL("/ok2") + `", schedule: "@every 1s"}
+`)
+	d2 := in2.start()
+	never(t, 1500*time.Millisecond, "WATCHDOG_PID names another process: no WATCHDOG=1", func() error {
+		if m, ok := nl2.find(d2.started, "WATCHDOG=1"); ok {
+			return errf("got %q", m.text)
+		}
+		return nil
+	})
+}
+
+// Section 7: the concurrency cap never exceeds what RLIMIT_NOFILE allows.
+func TestDescriptorLimitClamp(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	in := newInst(t)
+	in.wrap = []string{"sh", "-c", `ulimit -Sn 256 && ulimit -Hn 256 && exec "$0" "$@"`}
+	in.writeConfig(`concurrency: 1000
+sources:
+  - {name: ok, type: http, url: "` + u.URL("/ok") + `", schedule: "@every 1s"}
+`)
+	d := in.start()
+	limit := d.metric("pacer_concurrency_limit", "")
+	if limit >= 1000 || limit < 1 || limit > 256 {
+		t.Errorf("pacer_concurrency_limit = %v with concurrency 1000 and RLIMIT_NOFILE 256", limit)
+	}
+	logs := d.logs()
+	if !anyLine(strings.Split(logs, "\n"), func(l string) bool {
+		return strings.Contains(l, "1000") && strings.Contains(l, "256")
+	}) {
+		t.Errorf("no log line with both numbers (concurrency 1000, RLIMIT_NOFILE 256):\n%s", logs)
+	}
+	u.waitArrivals(t, "/ok", 2, 4*time.Second)
+}
