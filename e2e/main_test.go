@@ -416,8 +416,16 @@ func (in *inst) spawnWith(cfgPath string) *daemon {
 	}()
 	t.Cleanup(func() {
 		if !d.exited() {
-			_ = d.cmd.Process.Signal(syscall.SIGKILL)
-			<-d.done
+			// Stop it gracefully first, so that it kills the process groups
+			// of its exec polls; a SIGKILLed daemon leaves them running
+			// (they would write into a temp dir being removed).
+			_ = d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.done:
+			case <-time.After(10 * time.Second):
+				_ = d.cmd.Process.Signal(syscall.SIGKILL)
+				<-d.done
+			}
 		}
 		if t.Failed() {
 			t.Logf("daemon pid %d stderr:\n%s", d.cmd.Process.Pid, d.stderr.String())
