@@ -111,7 +111,7 @@ func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 		if e.busy {
 			e.resetPending = true
 		} else {
-			e.brk.Reset()
+			e.brk = nil
 		}
 	}
 	s.logChange(e, prev, now, action)

@@ -297,16 +297,12 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	if err != nil {
 		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
 	}
-	var until time.Time
-	if st.BreakerUntil != nil {
-		until = *st.BreakerUntil
+	e.src, e.poller, e.brk = src, poller, nil
+	if st.ConsecutiveFailures > 0 || (st.BreakerState != "" && st.BreakerState != breaker.Closed) {
+		if e.brk, err = newBreaker(src, st); err != nil {
+			return err
+		}
 	}
-	brk, err := breaker.New(src.Name, breaker.Policy{Failures: src.Breaker.Failures, Cooldown: src.Breaker.Cooldown},
-		breaker.Snapshot{State: st.BreakerState, Until: until}, st.ConsecutiveFailures)
-	if err != nil {
-		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
-	}
-	e.src, e.poller, e.brk = src, poller, brk
 	e.timing = newTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]
 	e.gen++
@@ -315,13 +311,29 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	return nil
 }
 
+// newBreaker returns src's breaker restored to the state in st. A source
+// whose breaker is closed with no failure counted has none (entry.brk is
+// nil): at 100,000 sources the healthy majority costs no breaker at all.
+func newBreaker(src *config.Source, st store.SourceState) (*breaker.Breaker, error) {
+	var until time.Time
+	if st.BreakerUntil != nil {
+		until = *st.BreakerUntil
+	}
+	brk, err := breaker.New(src.Name, breaker.Policy{Failures: src.Breaker.Failures, Cooldown: src.Breaker.Cooldown},
+		breaker.Snapshot{State: st.BreakerState, Until: until}, st.ConsecutiveFailures)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+	}
+	return brk, nil
+}
+
 // configChanged clears the error state, failures and breaker of a source
 // whose effective configuration changed (rule 3.7) and persists that.
 func (s *Scheduler) configChanged(e *entry, now time.Time) {
 	prev := StateOf(&e.st, now)
 	e.st = resetState(e.st, e.timing, now)
 	e.st.Fingerprint = e.src.Fingerprint
-	e.brk.Reset()
+	e.brk = nil
 	s.logChange(e, prev, now, "configuration changed")
 	s.save(e, nil)
 }
@@ -555,7 +567,7 @@ func (s *Scheduler) run(j *job) {
 
 	// Rule 3.8: the previous poll's state is committed before this one.
 	s.flush.waitSaved(s.pollCtx, e.name, seq)
-	if j.trigger {
+	if j.trigger && brk != nil {
 		brk.ForceProbe()
 	}
 	start = s.clock.Now()
@@ -566,7 +578,7 @@ func (s *Scheduler) run(j *job) {
 	s.inflightN.Add(1)
 	ctx, cancel := context.WithTimeout(s.pollCtx, src.Timeout)
 	var res sources.Result
-	err := brk.Do(func() error {
+	call := func() error {
 		res = poller.Poll(ctx)
 		switch {
 		case res.Err == nil:
@@ -575,7 +587,19 @@ func (s *Scheduler) run(j *job) {
 			return breaker.Exclude(res.Err)
 		}
 		return res.Err
-	})
+	}
+	var err error
+	if brk != nil {
+		err = brk.Do(call)
+	} else if err = call(); err != nil && res.Err == err {
+		// The first failure of a healthy source: from now on it has a
+		// breaker, which counts this failure (and may open at once).
+		if brk, err = newBreaker(src, store.SourceState{}); err == nil {
+			err = brk.Do(func() error { return res.Err })
+		} else {
+			s.log.Error("breaker", "source", e.name, "err", err)
+		}
+	}
 	cancel()
 	end := s.clock.Now()
 	s.m.inflight.Dec()
@@ -584,14 +608,17 @@ func (s *Scheduler) run(j *job) {
 	if !errors.Is(err, breaker.ErrOpen) {
 		s.m.duration.Observe(end.Sub(start).Seconds())
 	}
-	s.finish(j, res, err, start, end)
+	s.finish(j, brk, res, err, start, end)
 }
 
 // finish applies a poll's outcome to its source's state, persists it and
 // schedules the next poll.
-func (s *Scheduler) finish(j *job, res sources.Result, err error, start, end time.Time) {
+func (s *Scheduler) finish(j *job, brk *breaker.Breaker, res sources.Result, err error, start, end time.Time) {
 	e := j.e
-	o := outcome{start: start, end: end, brk: e.brk.Snapshot(), jitter: rand.Float64(), retryAfter: res.RetryAfter}
+	o := outcome{start: start, end: end, brk: breaker.Snapshot{State: breaker.Closed}, jitter: rand.Float64(), retryAfter: res.RetryAfter}
+	if brk != nil {
+		o.brk = brk.Snapshot()
+	}
 	switch {
 	case errors.Is(err, breaker.ErrOpen):
 		s.m.polls.WithLabelValues(countRejected).Inc()
@@ -651,11 +678,15 @@ func (s *Scheduler) finish(j *job, res sources.Result, err error, start, end tim
 	}
 	prev := StateOf(&e.st, start)
 	e.st = applyOutcome(e.st, e.src, e.timing, o)
+	e.brk = brk
+	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
+		e.brk = nil // healthy again: a fresh breaker is equivalent
+	}
 	reason := o.err
 	if e.resetPending {
 		e.resetPending = false
 		e.st = resetState(e.st, e.timing, end)
-		e.brk.Reset()
+		e.brk = nil
 		reason = "reset"
 	}
 	e.st.UpdatedAt = end.UTC()
