@@ -272,3 +272,31 @@ func TestReload(t *testing.T) {
 		}
 	})
 }
+
+// TestDowntimeRunsOnce: after a long downtime an overdue source runs once at
+// start, not once per missed tick, then keeps its schedule.
+func TestDowntimeRunsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		body := lifecycleDefaults + flakySource("s", "schedule: \"@every 1s\"")
+		h := start(t, dir, writeConfig(t, dir, body))
+		h.waitFor("polled", 3*time.Second, func() bool { return h.source("s").PollsTotal >= 2 })
+		h.stop()
+		polls := h.stored("s").PollsTotal
+
+		time.Sleep(10 * time.Minute) // 600 ticks missed
+		h = start(t, dir, writeConfig(t, dir, body))
+		defer h.stop()
+		time.Sleep(500 * time.Millisecond)
+		if got := h.source("s").PollsTotal - polls; got != 1 {
+			t.Fatalf("%d polls in the first half second after a 10 minute downtime, want 1", got)
+		}
+		time.Sleep(3 * time.Second)
+		if got := h.source("s").PollsTotal - polls; got < 3 || got > 5 {
+			t.Fatalf("%d polls in 3.5s on @every 1s", got)
+		}
+		if skipped := h.metric("pacer_polls_total", "outcome", "skipped"); skipped != 0 {
+			t.Errorf("missed ticks during downtime counted as skipped: %v", skipped)
+		}
+	})
+}
