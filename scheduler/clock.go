@@ -14,6 +14,7 @@ type Clock interface {
 type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 // RealClock is the wall clock.
@@ -29,3 +30,5 @@ type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }

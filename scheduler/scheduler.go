@@ -376,6 +376,8 @@ func (s *Scheduler) poke() {
 
 // loop dispatches due sources until ctx is done.
 func (s *Scheduler) loop(ctx context.Context) {
+	t := s.clock.NewTimer(time.Second)
+	defer t.Stop()
 	for {
 		if s.loopHook != nil {
 			s.loopHook()
@@ -394,13 +396,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		s.loopBeat.Store(now.UnixNano())
-		t := s.clock.NewTimer(wait)
+		t.Reset(wait) // since Go 1.23 a Reset timer never delivers a stale tick
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
 		case <-s.wake:
-			t.Stop()
 		case <-t.C():
 		}
 	}
