@@ -23,7 +23,7 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-func cmdRun(args []string, env Env) error {
+func cmdRun(args []string, env Env) (err error) {
 	f := newFlags("run", env)
 	pos, err := f.parse(args)
 	if err != nil {
@@ -38,6 +38,13 @@ func cmdRun(args []string, env Env) error {
 	}
 	log := newLogger(cfg.Log, env)
 	redact := cfg.Redactor()
+	// From here on an error may quote an expanded ${VAR} value (the store
+	// path, the listen address): rule 3.12 masks it.
+	defer func() {
+		if err != nil {
+			err = redactedError{msg: redact.Redact(err.Error()), err: err}
+		}
+	}()
 
 	lock, err := store.AcquireLock(cfg.Store)
 	if err != nil {
@@ -101,7 +108,7 @@ func cmdRun(args []string, env Env) error {
 		}()
 	}
 	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", conc,
-		"store", redact.Redact(cfg.Store), "admin", cfg.Admin.Listen, "pid", os.Getpid())
+		"store", redact.Redact(cfg.Store), "admin", redact.Redact(cfg.Admin.Listen), "pid", os.Getpid())
 	status := func() string { return statusLine(sched.Summary()) }
 	sdNotify("READY=1\nSTATUS=" + status())
 	supCtx, stopSupervise := context.WithCancel(context.Background())
@@ -207,3 +214,13 @@ func monotonicUsec() int64 {
 	}
 	return ts.Nano() / 1000
 }
+
+// redactedError is err with its text redacted; errors.Is and errors.As still
+// see err.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }

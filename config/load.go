@@ -216,6 +216,9 @@ func (l *loader) finish() Problems {
 }
 
 func join(path, key string) string {
+	if key == "" {
+		key = `""` // an empty key, named as YAML writes it
+	}
 	if path == "" {
 		return key
 	}
@@ -284,24 +287,41 @@ func (l *loader) pairs(n *yaml.Node, path string) (ps []pair, ok bool) {
 		return nil, true
 	}
 	seen := map[string]bool{}
-	ok = l.collectPairs(deref(n), path, seen, &ps, true, 0)
+	ok = l.collectPairs(deref(n), path, seen, map[mergeVisit]bool{}, &ps, true, 0)
 	return ps, ok
 }
 
-func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, ps *[]pair, explicit bool, depth int) bool {
+// mergeVisit is a mapping merged at a depth. Merging the same mapping again
+// at the same depth adds no key (its keys are all seen by then), so each is
+// merged once: aliases let a small file merge one mapping exponentially
+// many times ("billion laughs").
+type mergeVisit struct {
+	n     *yaml.Node
+	depth int
+}
+
+func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, done map[mergeVisit]bool, ps *[]pair, explicit bool, depth int) bool {
+	where := path
+	if where == "" {
+		where = l.file // the top level: the problem is the file's
+	}
 	if n == nil || n.Kind != yaml.MappingNode {
-		l.addf(path, "expected a mapping, got %s", describe(n))
+		l.addf(where, "expected a mapping, got %s", describe(n))
 		return false
 	}
 	if depth > 20 {
-		l.addf(path, "merge keys nested too deeply")
+		l.addf(where, "merge keys nested too deeply")
 		return false
 	}
+	if done[mergeVisit{n, depth}] {
+		return true
+	}
+	done[mergeVisit{n, depth}] = true
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
 		if k == nil || k.Kind != yaml.ScalarNode {
-			l.addf(path, "line %d: keys must be strings", n.Content[i].Line)
+			l.addf(where, "line %d: keys must be strings", n.Content[i].Line)
 			continue
 		}
 		if k.ShortTag() == "!!merge" {
@@ -321,11 +341,11 @@ func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, p
 		m = deref(m)
 		if m != nil && m.Kind == yaml.SequenceNode {
 			for _, e := range m.Content {
-				l.collectPairs(deref(e), path, seen, ps, false, depth+1)
+				l.collectPairs(deref(e), path, seen, done, ps, false, depth+1)
 			}
 			continue
 		}
-		l.collectPairs(m, path, seen, ps, false, depth+1)
+		l.collectPairs(m, path, seen, done, ps, false, depth+1)
 	}
 	return true
 }
@@ -548,7 +568,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		case "sources":
 			sourcesNode = p.val
 		default:
-			l.addf(p.key, "unknown key")
+			l.addf(join("", p.key), "unknown key")
 		}
 	}
 	if !storeSet || !(strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://")) {

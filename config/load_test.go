@@ -640,27 +640,3 @@ func TestNoPanicOnOddInput(t *testing.T) {
 		_, _ = loadIn(t, t.TempDir(), in, nil)
 	}
 }
-
-func FuzzLoad(f *testing.F) {
-	seed, err := os.ReadFile("../testdata/config/full.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(string(seed))
-	f.Add("sources: [{name: a, type: http, url: \"https://x/${A}\", schedule: \"CRON_TZ=Asia/Tokyo * * * * *\"}]")
-	f.Add("defaults: {backoff: {initial: 1s, max: 2s}}\nlimits: {g: {rate: 1.5/m}}")
-	f.Fuzz(func(t *testing.T, in string) {
-		dir := t.TempDir()
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(in), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := Load(p, envMap(map[string]string{"A": "secret-a"}))
-		if (cfg == nil) == (err == nil) {
-			t.Fatalf("cfg %v err %v", cfg, err)
-		}
-		if err != nil && strings.Contains(err.Error(), "secret-a") {
-			t.Fatalf("secret leaked: %v", err)
-		}
-	})
-}

@@ -200,29 +200,3 @@ func TestParseSchedule(t *testing.T) {
 		}
 	}
 }
-
-func FuzzParseSchedule(f *testing.F) {
-	for _, s := range []string{"* * * * *", "CRON_TZ=Asia/Tokyo 0 9 * * *", "@every 1m", "TZ=", "0 0 30 2 *", "*/5 1-3,7 * * MON-FRI"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, spec string) {
-		s, err := ParseSchedule(spec)
-		if (s == nil) == (err == nil) {
-			t.Fatalf("ParseSchedule(%q) = %v, %v", spec, s, err)
-		}
-	})
-}
-
-func FuzzParseSizeRate(f *testing.F) {
-	for _, s := range []string{"10MiB", "1/s", "0.5/m", "-1", "99999999999GiB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if n, err := ParseSize(s); err == nil && n < 0 {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
-		}
-		if r, err := ParseRate(s); err == nil && (!(r > 0) || math.IsInf(r, 0)) {
-			t.Fatalf("ParseRate(%q) = %v", s, r)
-		}
-	})
-}

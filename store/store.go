@@ -102,6 +102,8 @@ type Store struct {
 	sql *sql.DB
 	// upsertStates replaces every column of a stored state but its name.
 	upsertStates clause.OnConflict
+	// busy is the connection's busy timeout (SQLite).
+	busy time.Duration
 }
 
 // Open opens the store at dsn, creating the database and its schema if
@@ -427,13 +429,29 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 // a heartbeat row. /readyz and the systemd watchdog use it. Note that it
 // proves one small write succeeds now; it does not replace checking the
 // result of SaveBatch.
+//
+// It gives up when ctx is done, also while another process holds the write
+// lock: SQLite's busy wait does not heed a cancelled context, so the busy
+// timeout of the (only) connection is lowered to what ctx leaves for this
+// one statement. Otherwise a probe would hold the connection for the whole
+// busy timeout, past its own deadline, while the writer of poll results
+// waits behind it.
 func (s *Store) Writable(ctx context.Context) error {
 	ts := now()
 	row := metaRow{Key: metaHeartbeat, Value: ts.Format(time.RFC3339Nano), UpdatedAt: ts}
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "key"}},
-		DoUpdates: clause.AssignmentColumns([]string{"value", "updated_at"}),
-	}).Create(&row).Error
+	err := s.db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
+		if dl, ok := ctx.Deadline(); ok && s.busy > 0 {
+			ms := min(max(time.Until(dl).Milliseconds(), 1), s.busy.Milliseconds())
+			if err := tx.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", ms)).Error; err != nil {
+				return err
+			}
+			defer tx.WithContext(context.Background()).Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", s.busy.Milliseconds()))
+		}
+		return tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "key"}},
+			DoUpdates: clause.AssignmentColumns([]string{"value", "updated_at"}),
+		}).Create(&row).Error
+	})
 	if err != nil {
 		return fmt.Errorf("store: writable: %w", err)
 	}
