@@ -106,21 +106,22 @@ func Main(args []string, env Env) int {
 type flags struct {
 	*flag.FlagSet
 	config *string
+	cfg    *config.Config // once loaded
 }
 
-func newFlags(name string, env Env) flags {
+func newFlags(name string, env Env) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	def := "config.yaml"
 	if v, ok := env.LookupEnv("PACER_CONFIG"); ok && v != "" {
 		def = v
 	}
-	return flags{FlagSet: fs, config: fs.String("config", def, "config file (default $PACER_CONFIG, else ./config.yaml)")}
+	return &flags{FlagSet: fs, config: fs.String("config", def, "config file (default $PACER_CONFIG, else ./config.yaml)")}
 }
 
 // parse parses flags and positional arguments in any order
 // ("status NAME -json" and "status -json NAME" alike).
-func (f flags) parse(args []string) ([]string, error) {
+func (f *flags) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := f.Parse(args); err != nil {
@@ -142,12 +143,26 @@ func (f flags) parse(args []string) ([]string, error) {
 }
 
 // load loads the config named by -config.
-func (f flags) load(env Env) (*config.Config, error) {
+func (f *flags) load(env Env) (*config.Config, error) {
 	cfg, err := config.Load(*f.config, env.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
+	f.cfg = cfg
 	return cfg, nil
+}
+
+// redact masks the loaded config's secrets in *err: an error may quote an
+// expanded ${VAR} value, such as a store path (rule 3.12).
+func (f *flags) redact(err *error) {
+	if *err == nil || f.cfg == nil {
+		return
+	}
+	var ps config.Problems
+	if errors.As(*err, &ps) {
+		return // problems are redacted already
+	}
+	*err = redactedError{msg: f.cfg.Redactor().Redact((*err).Error()), err: *err}
 }
 
 func cmdValidate(args []string, env Env) error {

@@ -20,8 +20,9 @@ import (
 // command it queued in the store.
 const commandWait = 5 * time.Second
 
-func cmdStatus(args []string, env Env) error {
+func cmdStatus(args []string, env Env) (err error) {
 	f := newFlags("status", env)
+	defer f.redact(&err)
 	asJSON := f.Bool("json", false, "print JSON")
 	pos, err := f.parse(args)
 	if err != nil {
@@ -127,8 +128,9 @@ func shorten(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-func cmdHistory(args []string, env Env) error {
+func cmdHistory(args []string, env Env) (err error) {
 	f := newFlags("history", env)
+	defer f.redact(&err)
 	n := f.Int("n", 20, "number of records")
 	asJSON := f.Bool("json", false, "print JSON")
 	pos, err := f.parse(args)
@@ -187,8 +189,9 @@ func cmdHistory(args []string, env Env) error {
 // on the store, the command is queued in the store and applied by the
 // daemon (so the daemon never overwrites it); otherwise reset, pause and
 // resume change the store directly.
-func cmdAction(action string, args []string, env Env) error {
+func cmdAction(action string, args []string, env Env) (err error) {
 	f := newFlags(action, env)
+	defer f.redact(&err)
 	var allErrored *bool
 	var reason *string
 	if action == scheduler.ActionReset {

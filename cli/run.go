@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -144,7 +143,7 @@ func cmdRun(args []string, env Env) (err error) {
 
 // reload re-reads the config; an invalid one is rejected with each problem
 // logged, and the old one stays in force (rule 3.11).
-func reload(f flags, env Env, log *slog.Logger, sched *scheduler.Scheduler) {
+func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler) {
 	cfg, err := f.load(env)
 	if err != nil {
 		var ps config.Problems
@@ -174,18 +173,14 @@ func newLogger(c config.Log, env Env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(env.Stderr, opts))
 }
 
-// readToken reads the admin token file; surrounding white space is ignored.
+// readToken reads the admin token file (see config.ReadToken).
 func readToken(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(path)
+	t, err := config.ReadToken(path)
 	if err != nil {
 		return "", fmt.Errorf("admin.token_file: %w", err)
-	}
-	t := strings.TrimSpace(string(data))
-	if t == "" {
-		return "", fmt.Errorf("admin.token_file: %s is empty", path)
 	}
 	return t, nil
 }

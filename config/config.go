@@ -4,7 +4,46 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 )
+
+// maxTokenFile bounds what ReadToken reads: a token is short, and a
+// token_file pointing at /dev/zero must not hang the daemon.
+const maxTokenFile = 64 << 10
+
+// ReadToken reads the admin token from path: a regular file of at most
+// 64 KiB, whose surrounding white space is ignored. The token is never part
+// of the error.
+func ReadToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxTokenFile {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxTokenFile)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", errors.New("token file " + path + " is empty")
+	}
+	return tok, nil
+}
 
 // Source returns the source named name. The pointer refers into c.Sources.
 func (c *Config) Source(name string) (*Source, bool) {

@@ -610,18 +610,13 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 				continue
 			}
 			a.TokenFile = l.resolve(v)
-			data, err := os.ReadFile(a.TokenFile)
+			tok, err := ReadToken(a.TokenFile)
 			if err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) {
-					err = pe.Err
+					err = fmt.Errorf("cannot read token file %s: %w", a.TokenFile, pe.Err)
 				}
-				l.addf(path, "cannot read token file %s: %v", a.TokenFile, err)
-				continue
-			}
-			tok := strings.TrimSpace(string(data))
-			if tok == "" {
-				l.addf(path, "token file %s is empty", a.TokenFile)
+				l.addf(path, "%v", err)
 				continue
 			}
 			l.secret(tok)

@@ -159,11 +159,12 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 	case stopped:
 		return fmt.Errorf("shutting down")
 	}
+	// Store errors name the store already ("store: ...").
 	if err := s.flush.err(); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	if err := s.store.Writable(ctx); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		LastSuccessAt:       utc(st.LastSuccessAt),
 		LastError:           redact(st.LastError),
 		ErrorReason:         redact(st.ErrorReason),
-		PausedReason:        st.PausedReason,
+		PausedReason:        redact(st.PausedReason),
 		PollsTotal:          st.PollsTotal,
 		FailuresTotal:       st.FailuresTotal,
 		ThrottledTotal:      st.ThrottledTotal,
