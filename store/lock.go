@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -63,6 +64,17 @@ func AcquireLock(dsn string) (*Lock, error) {
 		}
 	}
 	if errors.Is(err, errWouldBlock) {
+		// The daemon that wrote its pid may be dead while a child it was
+		// forking (for an exec source) still shares the locked file until
+		// its exec closes it: a killed daemon's lock must never block the
+		// next start (rule 3.13), so wait that out.
+		deadline := time.Now().Add(deadHolderWait)
+		for errors.Is(err, errWouldBlock) && !alive(readPID(path)) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			err = flock(f, lockExclusive)
+		}
+	}
+	if errors.Is(err, errWouldBlock) {
 		pid := readPID(path)
 		if cerr := f.Close(); cerr != nil {
 			return nil, fmt.Errorf("store: lock: %w", cerr)
@@ -76,6 +88,20 @@ func AcquireLock(dsn string) (*Lock, error) {
 		return nil, errors.Join(fmt.Errorf("store: lock %s: write pid: %w", path, err), funlock(f), f.Close())
 	}
 	return &Lock{f: f, path: path}, nil
+}
+
+// deadHolderWait is how long AcquireLock waits for a lock whose recorded
+// holder is dead to be let go by the holder's half-forked children.
+const deadHolderWait = 3 * time.Second
+
+// alive reports whether a process with that pid exists (0: unknown, taken
+// as alive: the holder has not written its pid yet).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // writePID replaces the content of the lock file by our pid.
