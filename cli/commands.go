@@ -155,7 +155,8 @@ func cmdHistory(args []string, env Env) (err error) {
 		return err
 	}
 	defer st.Close()
-	recs, err := st.History(context.Background(), pos[0], *n)
+	// The store may briefly hold a few more than history.keep records.
+	recs, err := st.History(context.Background(), pos[0], min(*n, cfg.History.Keep))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,12 @@ import (
 // this keeps rule 3.8's 250 ms.
 const flushDelay = 50 * time.Millisecond
 
+// trimEvery is how many records a source gets between two trims of its
+// history: trimming is the costliest part of a commit, so it is done for a
+// quarter of keep at once (the store holds at most keep + keep/4 records of
+// a source; readers return at most keep).
+func trimEvery(keep int) int { return max(1, keep/4) }
+
 // flusher is the store's single writer. Sources submit their latest state
 // and poll records; it commits them in batches. While the store fails it
 // keeps the latest state of each source (and at most history.keep records
@@ -32,21 +38,26 @@ type flusher struct {
 	records map[string][]store.PollRecord
 	seq     map[string]uint64 // seq of the pending state per source
 	saved   map[string]uint64 // last committed seq per source
-	next    uint64
-	lastErr error
-	changed chan struct{} // closed and replaced after every commit attempt
-	kick    chan struct{}
+	// untrimmed counts each source's records committed since its history
+	// was last trimmed; a source absent from it is trimmed at its next
+	// record (the store may hold a few more than keep after a restart).
+	untrimmed map[string]int
+	next      uint64
+	lastErr   error
+	changed   chan struct{} // closed and replaced after every commit attempt
+	kick      chan struct{}
 }
 
 func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
 	return &flusher{
 		st: st, log: log, clock: clock, m: m, keep: keep,
-		states:  map[string]store.SourceState{},
-		records: map[string][]store.PollRecord{},
-		seq:     map[string]uint64{},
-		saved:   map[string]uint64{},
-		changed: make(chan struct{}),
-		kick:    make(chan struct{}, 1),
+		states:    map[string]store.SourceState{},
+		records:   map[string][]store.PollRecord{},
+		seq:       map[string]uint64{},
+		saved:     map[string]uint64{},
+		untrimmed: map[string]int{},
+		changed:   make(chan struct{}),
+		kick:      make(chan struct{}, 1),
 	}
 }
 
@@ -164,15 +175,20 @@ func (f *flusher) flush(ctx context.Context) error {
 		seqs = append(seqs, f.seq[name])
 	}
 	var records []store.PollRecord
-	for _, rs := range f.records {
+	var trim []string
+	every := trimEvery(f.keep())
+	for name, rs := range f.records {
 		records = append(records, rs...)
+		if n, seen := f.untrimmed[name]; !seen || n+len(rs) >= every {
+			trim = append(trim, name)
+		}
 	}
 	pendingRecords := f.records
 	f.states = map[string]store.SourceState{}
 	f.records = map[string][]store.PollRecord{}
 	f.mu.Unlock()
 
-	err := f.st.SaveBatch(ctx, states, records, f.keep())
+	err := f.st.SaveBatchTrim(ctx, states, records, f.keep(), trim)
 
 	f.mu.Lock()
 	if err != nil {
@@ -200,6 +216,12 @@ func (f *flusher) flush(ctx context.Context) error {
 			f.log.Info("store recovered", "states", len(states), "records", len(records))
 		}
 		f.lastErr = nil
+		for name, rs := range pendingRecords {
+			f.untrimmed[name] += len(rs)
+		}
+		for _, name := range trim {
+			f.untrimmed[name] = 0
+		}
 		for i, name := range names {
 			if seqs[i] > f.saved[name] {
 				f.saved[name] = seqs[i]

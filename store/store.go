@@ -299,7 +299,20 @@ func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, e
 // microsecond precision, and UpdatedAt is set to the commit time. When a
 // name occurs more than once in states, the last occurrence wins.
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
-	if len(states) == 0 && len(records) == 0 {
+	return s.saveBatch(ctx, states, records, keep, nil, true)
+}
+
+// SaveBatchTrim is SaveBatch, but it trims the history of the sources in
+// trim only (to their newest keep records), whether or not they got a
+// record. Trimming is the largest part of a batch's cost; the daemon trims a
+// source once every few records instead of at each one (readers cap what
+// they return at keep).
+func (s *Store) SaveBatchTrim(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string) error {
+	return s.saveBatch(ctx, states, records, keep, trim, false)
+}
+
+func (s *Store) saveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string, trimRecorded bool) error {
+	if len(states) == 0 && len(records) == 0 && len(trim) == 0 {
 		return nil
 	}
 	ts := now()
@@ -325,6 +338,9 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 		}
 		if keep <= 0 {
 			return nil
+		}
+		if !trimRecorded {
+			sources = trim
 		}
 		return trimHistory(tx, sources, keep)
 	})

@@ -24,6 +24,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) *store.Store) {
 	t.Run("SaveBatchCancelled", func(t *testing.T) { testSaveBatchCancelled(t, open(t)) })
 	t.Run("SaveBatchInvalid", func(t *testing.T) { testSaveBatchInvalid(t, open(t)) })
 	t.Run("HistoryTrim", func(t *testing.T) { testHistoryTrim(t, open(t)) })
+	t.Run("HistoryTrimSelected", func(t *testing.T) { testHistoryTrimSelected(t, open(t)) })
 	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
@@ -598,5 +599,44 @@ func testConcurrent(t *testing.T, s *store.Store) {
 		if h, err := s.History(t.Context(), name, 100); err != nil || len(h) != 5 {
 			t.Errorf("%s: %d records, %v; want 5", name, len(h), err)
 		}
+	}
+}
+
+// testHistoryTrimSelected: SaveBatchTrim trims only the sources it names,
+// whether or not they got a record in that batch.
+func testHistoryTrimSelected(t *testing.T, st *store.Store) {
+	ctx := context.Background()
+	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for i := range 6 {
+		recs := []store.PollRecord{
+			{Source: "a", StartedAt: base.Add(time.Duration(i) * time.Second), Outcome: store.OutcomeSuccess},
+			{Source: "b", StartedAt: base.Add(time.Duration(i) * time.Second), Outcome: store.OutcomeSuccess},
+		}
+		if err := st.SaveBatchTrim(ctx, nil, recs, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(name string) int {
+		rs, err := st.History(ctx, name, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs)
+	}
+	if count("a") != 6 || count("b") != 6 {
+		t.Fatalf("untrimmed: a %d, b %d records, want 6 and 6", count("a"), count("b"))
+	}
+	if err := st.SaveBatchTrim(ctx, nil, nil, 2, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if count("a") != 2 || count("b") != 6 {
+		t.Fatalf("after trimming a: a %d, b %d records, want 2 and 6", count("a"), count("b"))
+	}
+	rs, err := st.History(ctx, "a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rs[0].StartedAt.Equal(base.Add(5 * time.Second)) {
+		t.Errorf("trim kept %v, want the newest", rs[0].StartedAt)
 	}
 }
