@@ -1,0 +1,568 @@
+package store_test
+
+// Commit-rate and CPU benchmarks of the store (contract target: >= 50,000
+// source-state commits/s batched, one writer, WAL; <= 3% of a core for
+// 100,000 sources polled once a minute). Each compares SaveBatch (gorm) with
+// a baseline measured in the same run: the same rows written through
+// database/sql with prepared single-row statements on the store's own
+// connection ("bare"), which is what SQLite itself costs. Run them with
+// -run '^$' so that the tests do not run; for example
+//
+//	go test ./store -run '^$' -bench 'BenchmarkCommitRate' -benchtime=2s
+//	go test ./store -run '^$' -bench 'BenchmarkStoreMinuteLoad' -benchtime=1x
+//
+// PACER_BENCH_WINDOW (default 8s) and PACER_BENCH_ROUNDS (default 3) set
+// the window and rounds of BenchmarkStoreMinuteLoad; PACER_BENCH_HISTORY
+// (default 10) the records per source already in the store.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// healthyState is what the daemon writes after a successful poll: a
+// fingerprint, three times, no error.
+func healthyState(name string, n int, at time.Time) store.SourceState {
+	next := at.Add(time.Minute)
+	return store.SourceState{Name: name, Fingerprint: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		NextRunAt: &next, LastRunAt: &at, LastSuccessAt: &at, LastOutcome: store.OutcomeSuccess,
+		BreakerState: store.BreakerClosed, PollsTotal: int64(n), UpdatedAt: at}
+}
+
+func healthyRecord(name string, at time.Time) store.PollRecord {
+	code := 200
+	return store.PollRecord{Source: name, StartedAt: at, DurationMs: 10, Outcome: store.OutcomeSuccess, StatusCode: &code, Bytes: 3}
+}
+
+// bareWriter writes SaveBatch's rows through database/sql prepared
+// statements (one row each), in one transaction per batch, on the store's
+// own connection: the baseline of what SQLite costs without gorm's
+// per-batch SQL generation and parsing.
+type bareWriter struct {
+	db *sql.DB
+	// spent, if not nil, accumulates the wall time of each part of a
+	// batch: "upsert", "insert", "trim", "commit" (begin included).
+	spent map[string]time.Duration
+}
+
+func (w bareWriter) since(part string, t time.Time) time.Time {
+	now := time.Now()
+	if w.spent != nil {
+		w.spent[part] += now.Sub(t)
+	}
+	return now
+}
+
+const bareUpsert = `INSERT INTO source_states (name, fingerprint, consecutive_failures, consecutive_throttles,
+ next_run_at, last_run_at, last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason,
+ paused, paused_reason, polls_total, failures_total, throttled_total, updated_at)
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ ON CONFLICT(name) DO UPDATE SET fingerprint=excluded.fingerprint, consecutive_failures=excluded.consecutive_failures,
+ consecutive_throttles=excluded.consecutive_throttles, next_run_at=excluded.next_run_at, last_run_at=excluded.last_run_at,
+ last_success_at=excluded.last_success_at, last_error=excluded.last_error, last_outcome=excluded.last_outcome,
+ breaker_state=excluded.breaker_state, breaker_until=excluded.breaker_until, error_reason=excluded.error_reason,
+ paused=excluded.paused, paused_reason=excluded.paused_reason, polls_total=excluded.polls_total,
+ failures_total=excluded.failures_total, throttled_total=excluded.throttled_total, updated_at=excluded.updated_at`
+
+const bareInsert = `INSERT INTO poll_records (source, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
+ VALUES (?,?,?,?,?,?,?,?)`
+
+const bareTrim = `DELETE FROM poll_records WHERE id IN (SELECT id FROM poll_records WHERE source = ?
+ ORDER BY started_at DESC, id DESC LIMIT -1 OFFSET ?)`
+
+func nt(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs []store.PollRecord, keep int) error {
+	t := time.Now()
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	t = w.since("commit", t)
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	up, err := tx.PrepareContext(ctx, bareUpsert)
+	if err != nil {
+		return err
+	}
+	ts := time.Now().UTC().Truncate(time.Microsecond)
+	for _, s := range states {
+		if _, err := up.ExecContext(ctx, s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
+			nt(s.NextRunAt), nt(s.LastRunAt), nt(s.LastSuccessAt), s.LastError, s.LastOutcome, s.BreakerState,
+			nt(s.BreakerUntil), s.ErrorReason, s.Paused, s.PausedReason, s.PollsTotal, s.FailuresTotal,
+			s.ThrottledTotal, ts); err != nil {
+			return err
+		}
+	}
+	t = w.since("upsert", t)
+	if len(recs) > 0 {
+		ins, err := tx.PrepareContext(ctx, bareInsert)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			var code, exit any
+			if r.StatusCode != nil {
+				code = *r.StatusCode
+			}
+			if r.ExitCode != nil {
+				exit = *r.ExitCode
+			}
+			if _, err := ins.ExecContext(ctx, r.Source, r.StartedAt.UTC().Truncate(time.Microsecond), r.DurationMs,
+				r.Outcome, r.Error, code, exit, r.Bytes); err != nil {
+				return err
+			}
+		}
+		t = w.since("insert", t)
+		if keep > 0 {
+			trim, err := tx.PrepareContext(ctx, bareTrim)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if _, err := trim.ExecContext(ctx, r.Source, keep); err != nil {
+					return err
+				}
+			}
+			t = w.since("trim", t)
+		}
+	}
+	err = tx.Commit()
+	w.since("commit", t)
+	return err
+}
+
+// ringWriter is a prototype of a cheaper layout, for comparison only: states
+// in a WITHOUT ROWID table (one B-tree instead of a table and its primary
+// key index) and history as a ring of keep slots per source, also WITHOUT
+// ROWID, keyed (source, slot): a poll overwrites its source's oldest slot
+// (slot = polls_total % keep) in one upsert, so there is no separate index
+// insert, no trimming query and no deleted row per poll.
+type ringWriter struct {
+	db *sql.DB
+}
+
+func newRingWriter(b *testing.B, db *sql.DB, n, depth int) ringWriter {
+	b.Helper()
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS ring_states (name TEXT PRIMARY KEY, fingerprint TEXT, consecutive_failures INTEGER, consecutive_throttles INTEGER, next_run_at DATETIME, last_run_at DATETIME, last_success_at DATETIME, last_error TEXT, last_outcome TEXT, breaker_state TEXT, breaker_until DATETIME, error_reason TEXT, paused NUMERIC, paused_reason TEXT, polls_total INTEGER, failures_total INTEGER, throttled_total INTEGER, updated_at DATETIME) WITHOUT ROWID",
+		"CREATE TABLE IF NOT EXISTS ring_records (source TEXT, slot INTEGER, started_at DATETIME, duration_ms INTEGER, outcome TEXT, error TEXT, status_code INTEGER, exit_code INTEGER, bytes INTEGER, PRIMARY KEY (source, slot)) WITHOUT ROWID",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w := ringWriter{db: db}
+	t0 := time.Now().Add(-24 * time.Hour)
+	const chunk = 20_000
+	for lo := 0; lo < n; lo += chunk {
+		var states []store.SourceState
+		var recs []store.PollRecord
+		for i := lo; i < min(lo+chunk, n); i++ {
+			name := fmt.Sprintf("src-%06d", i)
+			for d := range depth {
+				states = append(states, healthyState(name, d, t0))
+				recs = append(recs, healthyRecord(name, t0.Add(time.Duration(d)*time.Second)))
+			}
+		}
+		if err := w.save(context.Background(), states, recs, depth); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
+func (w ringWriter) save(ctx context.Context, states []store.SourceState, recs []store.PollRecord, keep int) error {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	up, err := tx.PrepareContext(ctx, strings.Replace(bareUpsert, "INTO source_states", "INTO ring_states", 1))
+	if err != nil {
+		return err
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO ring_records (source, slot, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
+ VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, slot) DO UPDATE SET started_at=excluded.started_at, duration_ms=excluded.duration_ms,
+ outcome=excluded.outcome, error=excluded.error, status_code=excluded.status_code, exit_code=excluded.exit_code, bytes=excluded.bytes`)
+	if err != nil {
+		return err
+	}
+	ts := time.Now().UTC().Truncate(time.Microsecond)
+	for i, s := range states {
+		if _, err := up.ExecContext(ctx, s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
+			nt(s.NextRunAt), nt(s.LastRunAt), nt(s.LastSuccessAt), s.LastError, s.LastOutcome, s.BreakerState,
+			nt(s.BreakerUntil), s.ErrorReason, s.Paused, s.PausedReason, s.PollsTotal, s.FailuresTotal,
+			s.ThrottledTotal, ts); err != nil {
+			return err
+		}
+		if i < len(recs) {
+			r := recs[i]
+			var code any
+			if r.StatusCode != nil {
+				code = *r.StatusCode
+			}
+			if _, err := ins.ExecContext(ctx, r.Source, s.PollsTotal%int64(max(keep, 1)), r.StartedAt.UTC().Truncate(time.Microsecond),
+				r.DurationMs, r.Outcome, r.Error, code, nil, r.Bytes); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+func bare(b *testing.B, s *store.Store) bareWriter {
+	db, err := store.GormDB(s).DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bareWriter{db: db}
+}
+
+// openPopulated opens a new store with n sources and depth records each
+// (written through the bare writer, in large transactions, to keep the
+// set-up short).
+func openPopulated(b *testing.B, n, depth int) *store.Store {
+	b.Helper()
+	s, err := store.Open(filepath.Join(b.TempDir(), "pacer.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	w := bare(b, s)
+	start := time.Now()
+	t0 := time.Now().Add(-24 * time.Hour)
+	const chunk = 20_000
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		var states []store.SourceState
+		var recs []store.PollRecord
+		for i := lo; i < hi; i++ {
+			name := fmt.Sprintf("src-%06d", i)
+			states = append(states, healthyState(name, depth, t0))
+			for d := range depth {
+				recs = append(recs, healthyRecord(name, t0.Add(time.Duration(d)*time.Second)))
+			}
+		}
+		if err := w.save(context.Background(), states, recs, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("store populated: %d sources x %d records in %v", n, depth, time.Since(start).Round(time.Millisecond))
+	return s
+}
+
+// BenchmarkCommitRate measures the commit throughput (states/s, each with
+// its poll record and the trim of its history at keep=100, history full)
+// of SaveBatch with one state per transaction (single) and batched, and of
+// the bare database/sql writer on the same batches. 20,000 sources.
+func BenchmarkCommitRate(b *testing.B) {
+	const nsrc, keep = 20_000, 100
+	s := openPopulated(b, nsrc, keep)
+	w := bare(b, s)
+	names := make([]string, nsrc)
+	for i := range names {
+		names[i] = fmt.Sprintf("src-%06d", i)
+	}
+	round := 0
+	run := func(b *testing.B, batch int, withRecords bool, save func([]store.SourceState, []store.PollRecord) error) {
+		states := make([]store.SourceState, batch)
+		var recs []store.PollRecord
+		if withRecords {
+			recs = make([]store.PollRecord, batch)
+		}
+		c0 := cpuTime()
+		for b.Loop() {
+			now := time.Now()
+			for i := range batch {
+				name := names[(round+i)%nsrc]
+				states[i] = healthyState(name, round, now)
+				if withRecords {
+					recs[i] = healthyRecord(name, now)
+				}
+			}
+			round += batch
+			if err := save(states, recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "states/s")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/state")
+		// CPU per state (the whole process: the writer is all that runs);
+		// the rest of ns/state is waiting, mostly for the disk (fsync of
+		// checkpoints).
+		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N*batch), "cpu-ns/state")
+	}
+	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+		return s.SaveBatch(context.Background(), states, recs, keep)
+	}
+	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
+		return w.save(context.Background(), states, recs, keep)
+	}
+	for _, batch := range []int{1, 100, 1000, 5000} {
+		b.Run(fmt.Sprintf("saveBatch/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveBatch) })
+		b.Run(fmt.Sprintf("bare/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveBare) })
+	}
+	for _, batch := range []int{1000} {
+		b.Run(fmt.Sprintf("saveBatch/state-only/batch=%d", batch), func(b *testing.B) { run(b, batch, false, saveBatch) })
+		b.Run(fmt.Sprintf("bare/state-only/batch=%d", batch), func(b *testing.B) { run(b, batch, false, saveBare) })
+	}
+	// What a bigger page cache is worth (the default is 2 MiB; the records
+	// of 20,000 sources take ~300 MiB).
+	db := w.db
+	if _, err := db.Exec("PRAGMA cache_size = -262144"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("saveBatch+cache256MiB/state+record/batch=1000", func(b *testing.B) { run(b, 1000, true, saveBatch) })
+	if _, err := db.Exec("PRAGMA cache_size = -2000"); err != nil {
+		b.Fatal(err)
+	}
+	// Diagnostic only (not a proposal: it gives up durability on power
+	// loss): without fsync, what is left is CPU.
+	if _, err := db.Exec("PRAGMA synchronous = OFF"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("saveBatch+syncOFF/state+record/batch=1000", func(b *testing.B) { run(b, 1000, true, saveBatch) })
+	if _, err := db.Exec("PRAGMA synchronous = NORMAL"); err != nil {
+		b.Fatal(err)
+	}
+	// The prototype layout (ring history, WITHOUT ROWID), same sources and depth.
+	rw := newRingWriter(b, db, nsrc, keep)
+	saveRing := func(states []store.SourceState, recs []store.PollRecord) error {
+		return rw.save(context.Background(), states, recs, keep)
+	}
+	for _, batch := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("proto-ring/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveRing) })
+	}
+}
+
+// BenchmarkStoreMinuteLoad replays what the flusher writes for 100,000
+// sources polled once a minute: 1,667 states and records per second, in
+// commits every 50 ms, history trimmed at 100 (PACER_BENCH_HISTORY records
+// per source already stored), and reports the process CPU over the window
+// as a share of one core (target: <= 3%). The sources come in the order of
+// their phases, as in the daemon: a hash of the name, so consecutive
+// commits touch rows all over the tables. Each round runs, in turn:
+//
+//   - saveBatch: SaveBatch, phase order (the figure for the target);
+//   - bare: the same rows through database/sql prepared statements (the
+//     baseline: what SQLite itself costs);
+//   - saveBatch-clustered: SaveBatch with the sources in name order, i.e.
+//     rows that are neighbours in the tables committed together: what a
+//     layout keyed by phase would give;
+//   - saveBatch-tuned: SaveBatch, phase order, with cache_size 64 MiB,
+//     mmap_size 256 MiB and wal_autocheckpoint 10000 pages (then reset).
+func BenchmarkStoreMinuteLoad(b *testing.B) {
+	const nsrc, keep = 100_000, 100
+	const tick = 50 * time.Millisecond
+	window := envDuration("PACER_BENCH_WINDOW", 8*time.Second)
+	rounds := envInt("PACER_BENCH_ROUNDS", 3)
+	s := openPopulated(b, nsrc, envInt("PACER_BENCH_HISTORY", 10))
+	w := bare(b, s)
+	w.spent = map[string]time.Duration{}
+	db := w.db
+	names := make([]string, nsrc)
+	for i := range names {
+		names[i] = fmt.Sprintf("src-%06d", i)
+	}
+	// Phase order: a fixed pseudo-random permutation of the names.
+	phaseOrder := make([]string, nsrc)
+	for i, j := range rand.New(rand.NewPCG(7, 7)).Perm(nsrc) {
+		phaseOrder[i] = names[j]
+	}
+	perTick := float64(nsrc) / 60 * tick.Seconds()
+	next := 0
+	replay := func(order []string, save func([]store.SourceState, []store.PollRecord) error) (float64, float64) {
+		start := time.Now()
+		c0 := cpuTime()
+		sent := 0
+		var commits []time.Duration
+		for k := 1; time.Since(start) < window; k++ {
+			time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
+			due := int(perTick * float64(k))
+			var states []store.SourceState
+			var recs []store.PollRecord
+			now := time.Now()
+			for ; sent < due; sent++ {
+				name := order[next]
+				next = (next + 1) % nsrc
+				states = append(states, healthyState(name, sent, now))
+				recs = append(recs, healthyRecord(name, now))
+			}
+			t := time.Now()
+			if err := save(states, recs); err != nil {
+				b.Fatal(err)
+			}
+			commits = append(commits, time.Since(t))
+		}
+		cpu := float64(cpuTime()-c0) / float64(time.Since(start))
+		slices.Sort(commits)
+		return cpu, float64(commits[len(commits)*99/100]) / 1e6
+	}
+	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+		return s.SaveBatch(context.Background(), states, recs, keep)
+	}
+	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
+		return w.save(context.Background(), states, recs, keep)
+	}
+	pragmas := func(qs ...string) {
+		for _, q := range qs {
+			if _, err := db.Exec("PRAGMA " + q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	res := map[string][]float64{}
+	kinds := []string{"saveBatch", "bare", "saveBatch-clustered", "saveBatch-tuned"}
+	for r := range rounds {
+		for _, kind := range kinds {
+			var cpu, p99 float64
+			switch kind {
+			case "saveBatch":
+				cpu, p99 = replay(phaseOrder, saveBatch)
+			case "bare":
+				clear(w.spent)
+				cpu, p99 = replay(phaseOrder, saveBare)
+				var total time.Duration
+				for _, d := range w.spent {
+					total += d
+				}
+				b.Logf("round %d: bare writer's time by part: upsert %.0f%%, insert %.0f%%, trim %.0f%%, begin+commit %.0f%%", r+1,
+					100*w.spent["upsert"].Seconds()/total.Seconds(), 100*w.spent["insert"].Seconds()/total.Seconds(),
+					100*w.spent["trim"].Seconds()/total.Seconds(), 100*w.spent["commit"].Seconds()/total.Seconds())
+			case "saveBatch-clustered":
+				cpu, p99 = replay(names, saveBatch)
+			case "saveBatch-tuned":
+				pragmas("cache_size = -65536", "mmap_size = 268435456", "wal_autocheckpoint = 10000")
+				cpu, p99 = replay(phaseOrder, saveBatch)
+				pragmas("cache_size = -2000", "mmap_size = 0", "wal_autocheckpoint = 1000")
+			}
+			res[kind+"-cpu%"] = append(res[kind+"-cpu%"], 100*cpu)
+			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)
+			b.Logf("round %d: %-20s %6.2f%% of a core, commit p99 %6.1f ms", r+1, kind, 100*cpu, p99)
+		}
+		res["ratio"] = append(res["ratio"], res["saveBatch-cpu%"][r]/res["bare-cpu%"][r])
+	}
+	for _, kind := range kinds {
+		b.ReportMetric(medianOf(res[kind+"-cpu%"]), kind+"-cpu%")
+	}
+	b.ReportMetric(medianOf(res["ratio"]), "saveBatch/bare")
+	b.ReportMetric(medianOf(res["saveBatch-p99ms"]), "commit-p99-ms")
+}
+
+// BenchmarkLoadStates measures LoadStates at 100,000 stored sources (the
+// start-up read; target for the whole start: <= 2 s) against two bare
+// scans on the same connection in the same run: the same columns without
+// ORDER BY (a scan in table order instead of a walk of the name index with
+// a table lookup per row), and that scan with the five datetime columns
+// cast to text and left unparsed (what the driver's datetime parsing,
+// which tries its layouts in turn, costs).
+//
+//	go test ./store -run '^$' -bench BenchmarkLoadStates -benchtime=3x -count 3
+func BenchmarkLoadStates(b *testing.B) {
+	const n = 100_000
+	s := openPopulated(b, n, 0)
+	db := bare(b, s).db
+	const cols = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
+		"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
+		"paused_reason, polls_total, failures_total, throttled_total, updated_at"
+	b.Run("LoadStates", func(b *testing.B) {
+		for b.Loop() {
+			states, err := s.LoadStates(context.Background())
+			if err != nil || len(states) != n {
+				b.Fatal(len(states), err)
+			}
+		}
+	})
+	// The datetime columns cast to TEXT have no declared type, so the
+	// driver hands them over as text instead of parsing them.
+	rawCols := strings.NewReplacer("next_run_at", "CAST(next_run_at AS TEXT)", "last_run_at", "CAST(last_run_at AS TEXT)",
+		"last_success_at", "CAST(last_success_at AS TEXT)", "breaker_until", "CAST(breaker_until AS TEXT)",
+		"updated_at", "CAST(updated_at AS TEXT)").Replace(cols)
+	scan := func(b *testing.B, raw bool) {
+		q := "SELECT " + cols + " FROM source_states"
+		if raw {
+			q = "SELECT " + rawCols + " FROM source_states"
+		}
+		for b.Loop() {
+			rows, err := db.QueryContext(context.Background(), q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := make([]store.SourceState, 0, n)
+			for rows.Next() {
+				var st store.SourceState
+				var next, last, success, until, updated sql.NullTime
+				var rnext, rlast, rsuccess, runtil, rupdated sql.RawBytes
+				var tcols []any
+				if raw {
+					tcols = []any{&rnext, &rlast, &rsuccess, &runtil, &rupdated}
+				} else {
+					tcols = []any{&next, &last, &success, &until, &updated}
+				}
+				if err := rows.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
+					tcols[0], tcols[1], tcols[2], &st.LastError, &st.LastOutcome, &st.BreakerState, tcols[3],
+					&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
+					&st.ThrottledTotal, tcols[4]); err != nil {
+					b.Fatal(err)
+				}
+				out = append(out, st)
+			}
+			if err := rows.Close(); err != nil || len(out) != n {
+				b.Fatal(len(out), err)
+			}
+		}
+	}
+	b.Run("bare-unordered", func(b *testing.B) { scan(b, false) })
+	b.Run("bare-unordered-raw-times", func(b *testing.B) { scan(b, true) })
+}
