@@ -91,6 +91,14 @@ func (f *flusher) err() error {
 	return f.lastErr
 }
 
+// pending reports whether the state of name submitted as seq is not yet
+// committed while the store is healthy (a poll should then wait for it).
+func (f *flusher) pending(name string, seq uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saved[name] < seq && f.lastErr == nil
+}
+
 // waitSaved blocks until the state of name submitted as seq (or later) is
 // committed, the store is failing (then the poll goes ahead on the state in
 // memory), or ctx is done.

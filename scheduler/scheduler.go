@@ -130,6 +130,15 @@ type group struct {
 	cancel context.CancelFunc
 }
 
+const (
+	// minWake is the shortest sleep of the scheduling loop (it bounds the
+	// wake-ups to 500 a second, at the cost of up to 2 ms of start lag).
+	minWake = 2 * time.Millisecond
+	// commitRecheck is how soon a due source whose last state is not yet
+	// committed is looked at again.
+	commitRecheck = 5 * time.Millisecond
+)
+
 // New returns a scheduler for cfg. Call Start to load the store and begin.
 func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if opts.Store == nil || opts.Registry == nil {
@@ -386,13 +395,22 @@ func (s *Scheduler) loop(ctx context.Context) {
 		now := s.clock.Now()
 		for len(s.due) > 0 && !s.due[0].dueAt.After(now) {
 			e := s.due[0]
+			if s.flush.pending(e.name, e.savedSeq) {
+				// Rule 3.8: its last state is not committed yet. Look again
+				// shortly rather than hold a permit while waiting.
+				s.due.schedule(e, now.Add(commitRecheck))
+				continue
+			}
 			s.due.remove(e)
 			s.dispatch(e, now, false)
 		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
 		if len(s.due) > 0 {
-			wait = min(wait, s.due[0].dueAt.Sub(now))
+			// Sources due within minWake are dispatched together: with
+			// 100,000 phases spread to the nanosecond, one wake-up per
+			// due time would be thousands a second.
+			wait = min(wait, max(s.due[0].dueAt.Sub(now), minWake))
 		}
 		s.mu.Unlock()
 		s.loopBeat.Store(now.UnixNano())
