@@ -100,9 +100,9 @@ func parseRate(s string) (float64, error) {
 	return r, nil
 }
 
-// cronParser accepts five fields, six with leading seconds, and descriptors.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
-	cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// cronOptions makes robfig/cron's parser accept five fields, six with
+// leading seconds, and descriptors.
+const cronOptions = cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
 
 // ParseSchedule parses a schedule: an optional "CRON_TZ=Area/City " (or
 // "TZ=...") prefix, then five cron fields (min hour dom month dow), six with
@@ -190,7 +190,7 @@ func parseCron(s string) (sched cron.Schedule, err error) {
 			sched, err = nil, errors.New("cannot parse cron expression")
 		}
 	}()
-	sched, err = cronParser.Parse(s)
+	sched, err = cron.NewParser(cronOptions).Parse(s)
 	if err == nil && sched == nil {
 		err = errors.New("cannot parse cron expression")
 	}
