@@ -355,38 +355,8 @@ func (fu *faultUpstream) PeakPaths() map[string]int {
 // not dump the daemon's whole standard error (the tests start dozens of
 // daemons and print the relevant lines themselves).
 func faultSpawn(in *inst) *daemon {
-	t := in.t
-	t.Helper()
-	d := &daemon{in: in, t: t, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
-	argv := append(append([]string(nil), in.wrap...), pacerBin, "run", "-config", in.cfgPath)
-	d.cmd = exec.Command(argv[0], argv[1:]...)
-	d.cmd.Dir = in.cwd
-	d.cmd.Env = baseEnv(in.env)
-	d.cmd.Stderr = d.stderr
-	d.cmd.Stdout = d.stdout
-	d.started = time.Now()
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start pacer run: %v", err)
-	}
-	go func() {
-		_ = d.cmd.Wait()
-		d.exitAt = time.Now()
-		d.state = d.cmd.ProcessState
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		if d.exited() {
-			return
-		}
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(15 * time.Second):
-			_ = d.cmd.Process.Signal(syscall.SIGKILL)
-			<-d.done
-		}
-	})
-	return d
+	in.t.Helper()
+	return in.launch(in.cfgPath, false)
 }
 
 // faultCLI runs "pacer ARGS... -config FILE" without failing the test (it

@@ -395,6 +395,15 @@ func (in *inst) spawn() *daemon {
 }
 
 func (in *inst) spawnWith(cfgPath string) *daemon {
+	in.t.Helper()
+	return in.launch(cfgPath, true)
+}
+
+// launch starts "pacer run -config cfgPath". Its cleanup stops the daemon
+// gracefully (so that it kills the process groups of its exec polls; a
+// SIGKILLed daemon leaves them running, writing into a temp dir being
+// removed), and with dumpLog prints its standard error if the test failed.
+func (in *inst) launch(cfgPath string, dumpLog bool) *daemon {
 	t := in.t
 	t.Helper()
 	d := &daemon{in: in, t: t, stderr: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan struct{})}
@@ -416,18 +425,15 @@ func (in *inst) spawnWith(cfgPath string) *daemon {
 	}()
 	t.Cleanup(func() {
 		if !d.exited() {
-			// Stop it gracefully first, so that it kills the process groups
-			// of its exec polls; a SIGKILLed daemon leaves them running
-			// (they would write into a temp dir being removed).
 			_ = d.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-d.done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(15 * time.Second):
 				_ = d.cmd.Process.Signal(syscall.SIGKILL)
 				<-d.done
 			}
 		}
-		if t.Failed() {
+		if dumpLog && t.Failed() {
 			t.Logf("daemon pid %d stderr:\n%s", d.cmd.Process.Pid, d.stderr.String())
 		}
 	})

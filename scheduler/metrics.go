@@ -74,7 +74,7 @@ func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, failures := c.s.stateCounts()
+	counts, failures := c.s.stateCounts(true)
 	for _, st := range AllStates {
 		ch <- prometheus.MustNewConstMetric(sourcesDesc, prometheus.GaugeValue, float64(counts[st]), st)
 	}

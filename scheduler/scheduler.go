@@ -756,20 +756,25 @@ func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason strin
 		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
 }
 
-// stateCounts returns the number of sources per state and each source's
-// consecutive failures, for the metrics.
-func (s *Scheduler) stateCounts() (map[string]int, map[string]int) {
+// stateCounts returns the number of sources per state and, with
+// perSource, each source's consecutive failures, for the metrics.
+func (s *Scheduler) stateCounts(perSource bool) (map[string]int, map[string]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	counts := make(map[string]int, len(AllStates))
-	failures := make(map[string]int, len(s.entries))
+	var failures map[string]int
+	if perSource {
+		failures = make(map[string]int, len(s.entries))
+	}
 	for name, e := range s.entries {
 		if e.removed {
 			continue
 		}
 		counts[StateOf(&e.st, now)]++
-		failures[name] = e.st.ConsecutiveFailures
+		if perSource {
+			failures[name] = e.st.ConsecutiveFailures
+		}
 	}
 	return counts, failures
 }
@@ -790,7 +795,7 @@ func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
 // Summary counts the sources, the polls in flight and the sources in error,
 // for a one-line service status.
 func (s *Scheduler) Summary() (sources, inflight, errored int) {
-	counts, _ := s.stateCounts()
+	counts, _ := s.stateCounts(false)
 	for _, n := range counts {
 		sources += n
 	}
