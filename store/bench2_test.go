@@ -2,7 +2,7 @@ package store_test
 
 // Commit-rate and CPU benchmarks of the store (contract target: >= 50,000
 // source-state commits/s batched, one writer, WAL; <= 3% of a core for
-// 100,000 sources polled once a minute). Each compares SaveBatch (gorm) with
+// 100,000 sources polled once a minute). Each compares SaveBatch with
 // a baseline measured in the same run: the same rows written through
 // database/sql with prepared single-row statements on the store's own
 // connection ("bare"), which is what SQLite itself costs. Run them with
@@ -110,11 +110,11 @@ const bareUpsert = `INSERT INTO source_states (name, fingerprint, consecutive_fa
  paused=excluded.paused, paused_reason=excluded.paused_reason, polls_total=excluded.polls_total,
  failures_total=excluded.failures_total, throttled_total=excluded.throttled_total, updated_at=excluded.updated_at`
 
-const bareInsert = `INSERT INTO poll_records (source, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
- VALUES (?,?,?,?,?,?,?,?)`
+const bareInsert = `INSERT INTO poll_records (source, seq, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
+ VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM poll_records WHERE source = ?1),?2,?3,?4,?5,?6,?7,?8)`
 
-const bareTrim = `DELETE FROM poll_records WHERE id IN (SELECT id FROM poll_records WHERE source = ?
- ORDER BY started_at DESC, id DESC LIMIT -1 OFFSET ?)`
+const bareTrim = `DELETE FROM poll_records WHERE source = ?1
+ AND seq <= (SELECT MAX(seq) FROM poll_records WHERE source = ?1) - ?2`
 
 func nt(t *time.Time) any {
 	if t == nil {

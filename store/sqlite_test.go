@@ -34,7 +34,18 @@ func openAt(t *testing.T, path string, opts store.Options) *store.Store {
 }
 
 func TestSQLite(t *testing.T) {
-	runStoreSuite(t, openSQLite)
+	runStoreSuite(t, backend{open: openSQLite, failRecordsOf: failRecordsOfSQLite})
+}
+
+// failRecordsOfSQLite installs a trigger that aborts every insert of a
+// record of source.
+func failRecordsOfSQLite(t *testing.T, s *store.Store, source string) {
+	t.Helper()
+	q := "CREATE TRIGGER fail_records BEFORE INSERT ON poll_records WHEN NEW.source = '" + source +
+		"' BEGIN SELECT RAISE(ABORT, 'records of " + source + " refused by the test'); END"
+	if err := store.GormDB(s).Exec(q).Error; err != nil {
+		t.Fatalf("create trigger: %v", err)
+	}
 }
 
 // pragma reads one pragma on the store's own connection.
@@ -314,5 +325,29 @@ func TestSQLiteBusy(t *testing.T) {
 	mustGet(t, s, "a")
 	if err := s.Writable(t.Context()); err != nil {
 		t.Errorf("Writable after the other committed: %v", err)
+	}
+}
+
+// A store written by another schema version is refused before anything in
+// it is touched, with an error that names both versions.
+func TestSQLiteSchemaVersionRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	s, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.GormDB(s).Exec("UPDATE pacer_meta SET value = '1' WHERE key = 'schema_version'").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := store.Open(path, store.Options{})
+	if err == nil {
+		_ = s2.Close()
+		t.Fatal("Open accepted a store with schema version 1")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "schema version 1") || !strings.Contains(msg, path) {
+		t.Errorf("error %q does not name the version and the store", msg)
 	}
 }

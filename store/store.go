@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,23 +39,12 @@ const (
 const (
 	metaSchemaVersion = "schema_version"
 	metaHeartbeat     = "heartbeat"
-	schemaVersion     = "1"
+	schemaVersion     = "2"
 )
 
 // ErrNotFound is returned (wrapped) when a command asked for by id does not
 // exist. Test with errors.Is.
 var ErrNotFound = errors.New("not found")
-
-// trimSQL deletes the records of one source beyond its newest ones. It is
-// plain SQL that SQLite and PostgreSQL both accept; gorm writes the bind
-// variables in the dialect's syntax. Its arguments are the source, noLimit
-// and how many records to keep.
-const trimSQL = "DELETE FROM " + tableRecords + " WHERE id IN (SELECT id FROM " + tableRecords +
-	" WHERE source = ? ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?)"
-
-// noLimit is a LIMIT that never limits: SQL has no portable way to write
-// OFFSET without LIMIT.
-const noLimit = math.MaxInt32
 
 // TableName pins the table of SourceState.
 func (SourceState) TableName() string { return tableStates }
@@ -100,8 +87,8 @@ type Options struct {
 type Store struct {
 	db  *gorm.DB
 	sql *sql.DB
-	// upsertStates replaces every column of a stored state but its name.
-	upsertStates clause.OnConflict
+	// w holds the prepared statements of SaveBatch.
+	w *writer
 	// busy is the connection's busy timeout (SQLite).
 	busy time.Duration
 }
@@ -165,36 +152,19 @@ func (c *Command) normalize() {
 	c.DoneAt = normTimePtr(c.DoneAt)
 }
 
-// stateUpsert builds the ON CONFLICT clause of SaveBatch from the schema of
-// SourceState, so that a field added later is written too. It lists the
-// columns itself instead of gorm's UpdateAll, which would set updated_at to
-// a clock reading of its own rather than the stored value.
-func stateUpsert(db *gorm.DB) (clause.OnConflict, error) {
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(&SourceState{}); err != nil {
-		return clause.OnConflict{}, err
-	}
-	var cols []string
-	for _, name := range stmt.Schema.DBNames {
-		if f := stmt.Schema.FieldsByDBName[name]; !f.PrimaryKey && f.Creatable && f.Updatable {
-			cols = append(cols, name)
-		}
-	}
-	return clause.OnConflict{
-		Columns:   []clause.Column{{Name: "name"}},
-		DoUpdates: clause.AssignmentColumns(cols),
-	}, nil
-}
-
 // setup readies a freshly opened store: schema, then prepared clauses.
 func (s *Store) setup() error {
 	if err := s.migrate(); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
-	var err error
-	if s.upsertStates, err = stateUpsert(s.db); err != nil {
-		return fmt.Errorf("parse schema: %w", err)
+	if err := checkColumns(s.db); err != nil {
+		return err
 	}
+	w, err := prepareWriter(s.sql, sqliteBind)
+	if err != nil {
+		return fmt.Errorf("prepare statements: %w", err)
+	}
+	s.w = w
 	return nil
 }
 
@@ -204,6 +174,15 @@ func (s *Store) setup() error {
 // inspected, which also works on a read-only database.
 func (s *Store) migrate() error {
 	m := s.db.Migrator()
+	if m.HasTable(&metaRow{}) {
+		var rows []metaRow
+		if err := s.db.Where("key = ?", metaSchemaVersion).Limit(1).Find(&rows).Error; err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if len(rows) == 1 && rows[0].Value != schemaVersion {
+			return fmt.Errorf("the store has schema version %s; this pacer reads version %s only", rows[0].Value, schemaVersion)
+		}
+	}
 	missing := false
 	for _, t := range models() {
 		if !m.HasTable(t) {
@@ -212,10 +191,10 @@ func (s *Store) migrate() error {
 		}
 	}
 	if !missing {
-		return s.db.AutoMigrate(models()...)
+		return autoMigrate(s.db)
 	}
 	return s.db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.AutoMigrate(models()...); err != nil {
+		if err := autoMigrate(tx); err != nil {
 			return err
 		}
 		row := metaRow{Key: metaSchemaVersion, Value: schemaVersion, UpdatedAt: now()}
@@ -223,10 +202,25 @@ func (s *Store) migrate() error {
 	})
 }
 
+// autoMigrate creates the tables. States and records are clustered on their
+// primary key (SQLite's WITHOUT ROWID): one B-tree each instead of a table
+// plus an index, so a commit dirties half the pages, and a source's records
+// are neighbours, so trimming and reading them touch one or two pages.
+func autoMigrate(db *gorm.DB) error {
+	if err := db.Set("gorm:table_options", " WITHOUT ROWID").AutoMigrate(&SourceState{}, &PollRecord{}); err != nil {
+		return err
+	}
+	return db.AutoMigrate(&Command{}, &metaRow{})
+}
+
 // Close closes the database. Committed data is durable whether or not Close
 // is called; Close lets SQLite checkpoint and remove its -wal and -shm files.
 func (s *Store) Close() error {
-	if err := s.sql.Close(); err != nil {
+	var werr error
+	if s.w != nil {
+		werr = s.w.close()
+	}
+	if err := errors.Join(werr, s.sql.Close()); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
@@ -263,11 +257,6 @@ func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
 	return out, nil
 }
 
-// stateColumns lists SourceState's columns in the order LoadStates scans.
-const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
-	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
-	"paused_reason, polls_total, failures_total, throttled_total, updated_at"
-
 func nullTime(t sql.NullTime) *time.Time {
 	if !t.Valid {
 		return nil
@@ -289,139 +278,8 @@ func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, e
 	return rows[0], true, nil
 }
 
-// SaveBatch commits, in one transaction, every state (inserted or replacing
-// the stored one, all columns), every record, and the trimming of the
-// history of each source that got a record down to its newest keep records
-// (keep <= 0 keeps all). Either all of it is committed or none of it.
-//
-// The arguments are not modified: records get their IDs in the database
-// only, so a failed batch can be retried as is. Times are stored in UTC at
-// microsecond precision, and UpdatedAt is set to the commit time. When a
-// name occurs more than once in states, the last occurrence wins.
-func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
-	return s.saveBatch(ctx, states, records, keep, nil, true)
-}
-
-// SaveBatchTrim is SaveBatch, but it trims the history of the sources in
-// trim only (to their newest keep records), whether or not they got a
-// record. Trimming is the largest part of a batch's cost; the daemon trims a
-// source once every few records instead of at each one (readers cap what
-// they return at keep).
-func (s *Store) SaveBatchTrim(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string) error {
-	return s.saveBatch(ctx, states, records, keep, trim, false)
-}
-
-func (s *Store) saveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string, trimRecorded bool) error {
-	if len(states) == 0 && len(records) == 0 && len(trim) == 0 {
-		return nil
-	}
-	ts := now()
-	sts, err := prepareStates(states, ts)
-	if err != nil {
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	recs, sources, err := prepareRecords(records)
-	if err != nil {
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	upsert := s.upsertStates
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for chunk := range slices.Chunk(sts, upsertChunk) {
-			if err := tx.Clauses(upsert).Create(&chunk).Error; err != nil {
-				return fmt.Errorf("upsert states: %w", err)
-			}
-		}
-		for chunk := range slices.Chunk(recs, upsertChunk) {
-			if err := tx.Create(&chunk).Error; err != nil {
-				return fmt.Errorf("insert records: %w", err)
-			}
-		}
-		if keep <= 0 {
-			return nil
-		}
-		if !trimRecorded {
-			sources = trim
-		}
-		return trimHistory(tx, sources, keep)
-	})
-	if err != nil {
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	return nil
-}
-
-// trimHistory deletes, within tx, the records of each source beyond its
-// newest keep. The statement is prepared once for all sources: preparing it
-// costs as much as running it.
-func trimHistory(tx *gorm.DB, sources []string, keep int) (err error) {
-	if len(sources) == 0 {
-		return nil
-	}
-	ctx := tx.Statement.Context
-	query := tx.Session(&gorm.Session{DryRun: true}).Exec(trimSQL, "", noLimit, keep).Statement.SQL.String()
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, query)
-	if err != nil {
-		return fmt.Errorf("trim history: %w", err)
-	}
-	defer func() {
-		if cerr := stmt.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("trim history: %w", cerr)
-		}
-	}()
-	for _, src := range sources {
-		if _, err := stmt.ExecContext(ctx, src, noLimit, keep); err != nil {
-			return fmt.Errorf("trim history of %q: %w", src, err)
-		}
-	}
-	return nil
-}
-
-// prepareStates copies states into their stored form, one per name (the
-// last one wins: PostgreSQL refuses an upsert that touches a row twice).
-func prepareStates(in []SourceState, ts time.Time) ([]SourceState, error) {
-	out := make([]SourceState, 0, len(in))
-	index := make(map[string]int, len(in))
-	for i := range in {
-		st := in[i]
-		if st.Name == "" {
-			return nil, fmt.Errorf("state #%d has no name", i)
-		}
-		st.normalize()
-		st.UpdatedAt = ts
-		if j, ok := index[st.Name]; ok {
-			out[j] = st
-			continue
-		}
-		index[st.Name] = len(out)
-		out = append(out, st)
-	}
-	return out, nil
-}
-
-// prepareRecords copies records into their stored form and lists, sorted,
-// the sources they belong to.
-func prepareRecords(in []PollRecord) ([]PollRecord, []string, error) {
-	out := make([]PollRecord, len(in))
-	var sources []string
-	seen := make(map[string]bool)
-	for i := range in {
-		r := in[i]
-		if r.Source == "" {
-			return nil, nil, fmt.Errorf("record #%d has no source", i)
-		}
-		r.normalize()
-		out[i] = r
-		if !seen[r.Source] {
-			seen[r.Source] = true
-			sources = append(sources, r.Source)
-		}
-	}
-	slices.Sort(sources)
-	return out, sources, nil
-}
-
-// History returns up to n poll records of a source, newest first (by start
-// time, then by insertion order). n <= 0 returns none.
+// History returns up to n poll records of a source, newest (last saved)
+// first. n <= 0 returns none.
 func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
 	out := make([]PollRecord, 0)
 	if n <= 0 {
@@ -429,7 +287,7 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 	}
 	err := s.db.WithContext(ctx).
 		Where("source = ?", name).
-		Order("started_at DESC").Order("id DESC").
+		Order("seq DESC").
 		Limit(n).
 		Find(&out).Error
 	if err != nil {

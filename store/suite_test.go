@@ -12,15 +12,24 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// runStoreSuite checks the behaviour every backend must have. open must
-// return a new, empty store and close it when the test ends.
-func runStoreSuite(t *testing.T, open func(t *testing.T) *store.Store) {
+// backend is what runStoreSuite needs of a database: open returns a new,
+// empty store and closes it when the test ends; failRecordsOf makes every
+// insert of a record of source fail from now on (a trigger, in the
+// backend's own SQL), so that tests can break a batch half-way through.
+type backend struct {
+	open          func(t *testing.T) *store.Store
+	failRecordsOf func(t *testing.T, s *store.Store, source string)
+}
+
+// runStoreSuite checks the behaviour every backend must have.
+func runStoreSuite(t *testing.T, b backend) {
+	open := b.open
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open(t)) })
 	t.Run("UpsertOverwrites", func(t *testing.T) { testUpsertOverwrites(t, open(t)) })
 	t.Run("LoadStatesReturnsAll", func(t *testing.T) { testLoadStates(t, open(t)) })
 	t.Run("GetStateMissing", func(t *testing.T) { testGetStateMissing(t, open(t)) })
 	t.Run("DuplicateNamesLastWins", func(t *testing.T) { testDuplicateNames(t, open(t)) })
-	t.Run("SaveBatchAtomic", func(t *testing.T) { testSaveBatchAtomic(t, open(t)) })
+	t.Run("SaveBatchAtomic", func(t *testing.T) { testSaveBatchAtomic(t, open(t), b.failRecordsOf) })
 	t.Run("SaveBatchCancelled", func(t *testing.T) { testSaveBatchCancelled(t, open(t)) })
 	t.Run("SaveBatchInvalid", func(t *testing.T) { testSaveBatchInvalid(t, open(t)) })
 	t.Run("HistoryTrim", func(t *testing.T) { testHistoryTrim(t, open(t)) })
@@ -254,26 +263,32 @@ func checkNothingOf(t *testing.T, s *store.Store, a store.SourceState) {
 	}
 }
 
-func testSaveBatchAtomic(t *testing.T, s *store.Store) {
+func testSaveBatchAtomic(t *testing.T, s *store.Store, failRecordsOf func(*testing.T, *store.Store, string)) {
 	a := fullState("a")
 	save(t, s, []store.SourceState{a}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
 	hist, err := s.History(t.Context(), "a", 10)
-	if err != nil || len(hist) != 1 || hist[0].ID == 0 {
-		t.Fatalf("History = %+v, %v; want one record with an ID", hist, err)
+	if err != nil || len(hist) != 1 || hist[0].Seq != 1 {
+		t.Fatalf("History = %+v, %v; want one record with Seq 1", hist, err)
 	}
 
-	// The states are written first; the record then violates the primary
-	// key. Nothing of the batch may remain.
+	// The states are written first; a record then fails. Nothing of the
+	// batch may remain.
+	failRecordsOf(t, s, "boom")
 	a2 := a
 	a2.PollsTotal = 999
-	dup := record("a", base().Add(time.Minute), store.OutcomeFailure)
-	dup.ID = hist[0].ID
-	err = s.SaveBatch(t.Context(), []store.SourceState{a2, fullState("b")}, []store.PollRecord{dup}, 10)
+	err = s.SaveBatch(t.Context(), []store.SourceState{a2, fullState("b")},
+		[]store.PollRecord{record("a", base().Add(time.Minute), store.OutcomeFailure), record("boom", base(), store.OutcomeSuccess)}, 10)
 	if err == nil {
-		t.Fatal("SaveBatch with a duplicate record ID succeeded")
+		t.Fatal("SaveBatch with a failing record insert succeeded")
 	}
 	t.Logf("expected error: %v", err)
 	checkNothingOf(t, s, a)
+	// The store is still usable, and numbering goes on from the stored
+	// records, not from the rolled-back ones.
+	save(t, s, nil, []store.PollRecord{record("a", base().Add(2*time.Minute), store.OutcomeSuccess)}, 10)
+	if hist, err := s.History(t.Context(), "a", 10); err != nil || len(hist) != 2 || hist[0].Seq != 2 {
+		t.Errorf("History after a rolled-back batch = %+v, %v; want 2 records, the newest with Seq 2", hist, err)
+	}
 }
 
 func testSaveBatchCancelled(t *testing.T, s *store.Store) {
@@ -358,8 +373,8 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 		t.Errorf("history of c: %d records, %v; want its 5 (c got no record since)", len(hc), err)
 	}
 
-	// Ties on started_at are broken by insertion order: the last inserted
-	// records are the newest and are the ones kept.
+	// Newest means last saved, whatever the start times: with equal ones,
+	// the last inserted records are the ones kept.
 	same := base().Add(time.Hour)
 	var tie []store.PollRecord
 	for i := range 4 {
@@ -372,7 +387,7 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ht) != 2 || ht[0].Bytes != 3 || ht[1].Bytes != 2 || ht[0].ID <= ht[1].ID {
+	if len(ht) != 2 || ht[0].Bytes != 3 || ht[1].Bytes != 2 || ht[0].Seq != 4 || ht[1].Seq != 3 {
 		t.Errorf("tied history = %+v; want records 3 then 2", ht)
 	}
 
@@ -393,7 +408,8 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 		Source: "a", StartedAt: base().Add(3 * time.Minute), DurationMs: 1234, Outcome: store.OutcomeFailure,
 		Error: "GET https://example.com/status: 502 Bad Gateway", StatusCode: ptr(502), ExitCode: ptr(3), Bytes: 10 << 20,
 	}
-	// Out of order on purpose, with another source in between.
+	// Start times out of order on purpose, with another source in between:
+	// the order is the order of saving.
 	recs := []store.PollRecord{
 		record("a", base().Add(1*time.Minute), store.OutcomeSuccess),
 		full,
@@ -408,24 +424,27 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []time.Time{stored(base().Add(5 * time.Minute)), stored(base().Add(3 * time.Minute)), stored(base().Add(2 * time.Minute))}
+	want := []time.Time{stored(base().Add(2 * time.Minute)), stored(base()), stored(base().Add(5 * time.Minute))}
 	if !reflect.DeepEqual(startedAts(got), want) {
 		t.Fatalf("History(a, 3) = %v, want %v", startedAts(got), want)
 	}
-	r := got[1]
-	if r.ID == 0 {
-		t.Error("record has no ID")
+	all, err := s.History(t.Context(), "a", 100)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("History(a, 100) = %d records, %v; want all 5", len(all), err)
 	}
+	for i, r := range all {
+		if r.Seq != int64(5-i) {
+			t.Errorf("record %d has Seq %d, want %d", i, r.Seq, 5-i)
+		}
+	}
+	r := all[3]
 	checkUTC(t, "StartedAt", &r.StartedAt)
-	full.ID, full.StartedAt = r.ID, stored(full.StartedAt)
+	full.Seq, full.StartedAt = 2, stored(full.StartedAt)
 	if !reflect.DeepEqual(r, full) {
 		t.Errorf("record round trip:\n got  %+v\n want %+v", r, full)
 	}
 	if got[0].StatusCode != nil || got[0].ExitCode != nil {
 		t.Errorf("nil codes came back as %v, %v", got[0].StatusCode, got[0].ExitCode)
-	}
-	if all, err := s.History(t.Context(), "a", 100); err != nil || len(all) != 5 {
-		t.Errorf("History(a, 100) = %d records, %v; want all 5", len(all), err)
 	}
 	if none, err := s.History(t.Context(), "a", 0); err != nil || len(none) != 0 {
 		t.Errorf("History(a, 0) = %d records, %v; want none", len(none), err)
@@ -434,14 +453,13 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 		t.Errorf("History(unknown) = %v, %v; want an empty, non-nil slice", unknown, err)
 	}
 
-	// Order is by instant, whatever zone the times came in: 10:00 UTC given
-	// as 15:30+05:30 is older than 11:00 UTC given as 04:00-07:00.
+	// Times in any zone come back as the same instant, in UTC.
 	east := time.Date(2026, 1, 1, 15, 30, 0, 0, time.FixedZone("E", 5*3600+1800))
 	west := time.Date(2026, 1, 1, 4, 0, 0, 0, time.FixedZone("W", -7*3600))
 	save(t, s, nil, []store.PollRecord{record("z", west, store.OutcomeSuccess), record("z", east, store.OutcomeSuccess)}, 1)
 	hz, err := s.History(t.Context(), "z", 10)
-	if err != nil || len(hz) != 1 || !hz[0].StartedAt.Equal(west) {
-		t.Errorf("History(z) = %v, %v; want only %v (the newest)", startedAts(hz), err, west.UTC())
+	if err != nil || len(hz) != 1 || !hz[0].StartedAt.Equal(east) || hz[0].StartedAt.Location() != time.UTC {
+		t.Errorf("History(z) = %v, %v; want only %v (the last saved)", startedAts(hz), err, east.UTC())
 	}
 }
 

@@ -48,9 +48,12 @@ type SourceState struct {
 
 // PollRecord is one entry of a source's poll history.
 type PollRecord struct {
-	ID         uint64    `gorm:"primaryKey;autoIncrement" json:"-"`
-	Source     string    `gorm:"size:255;index:idx_poll_source_started,priority:1" json:"-"`
-	StartedAt  time.Time `gorm:"index:idx_poll_source_started,priority:2" json:"started_at"`
+	Source string `gorm:"primaryKey;size:255" json:"-"`
+	// Seq numbers a source's records from 1 in the order they were saved:
+	// the higher, the newer. SaveBatch assigns it (any value given is
+	// ignored); History returns it.
+	Seq        int64     `gorm:"primaryKey;autoIncrement:false" json:"-"`
+	StartedAt  time.Time `json:"started_at"`
 	DurationMs int64     `json:"duration_ms"`
 	Outcome    string    `gorm:"size:16" json:"outcome"`
 	Error      string    `json:"error"`
