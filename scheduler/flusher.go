@@ -15,6 +15,14 @@ import (
 // this keeps rule 3.8's 250 ms.
 const flushDelay = 50 * time.Millisecond
 
+// maxBatch bounds the states of one commit. A backlog (a store that was
+// failing, a burst of first states at start-up) is then written as a train
+// of short transactions instead of one that grows with the backlog: each
+// commit stays short, readers and the watchdog's probe get the connection
+// between two of them, and a source's state reaches the store within a
+// bounded time of the commit that takes it.
+const maxBatch = 2000
+
 // trimEvery is how many records a source gets between two trims of its
 // history: trimming is the costliest part of a commit, so it is done for a
 // quarter of keep at once (the store holds at most keep + keep/4 records of
@@ -147,7 +155,8 @@ func (f *flusher) run(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		if err := f.flush(ctx); err != nil {
+		err := f.flushAll(ctx)
+		if err != nil {
 			// Keep trying with a growing pause; new submissions wait too.
 			t := f.clock.NewTimer(retry)
 			select {
@@ -167,17 +176,36 @@ func (f *flusher) run(ctx context.Context) {
 	}
 }
 
-// flush commits everything pending in one transaction.
-func (f *flusher) flush(ctx context.Context) error {
+// flushAll commits everything pending, maxBatch states per transaction,
+// until nothing is left or a commit fails.
+func (f *flusher) flushAll(ctx context.Context) error {
+	for {
+		more, err := f.flush(ctx)
+		if err != nil || !more {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// flush commits up to maxBatch pending states, with their records, in one
+// transaction; more reports whether states are left for another.
+func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	f.mu.Lock()
 	if len(f.states) == 0 && len(f.records) == 0 {
 		f.mu.Unlock()
-		return nil
+		return false, nil
 	}
-	states := make([]store.SourceState, 0, len(f.states))
-	names := make([]string, 0, len(f.states))
-	seqs := make([]uint64, 0, len(f.states))
+	n := min(len(f.states), maxBatch)
+	states := make([]store.SourceState, 0, n)
+	names := make([]string, 0, n)
+	seqs := make([]uint64, 0, n)
 	for name, st := range f.states {
+		if len(states) == maxBatch {
+			break
+		}
 		states = append(states, st)
 		names = append(names, name)
 		seqs = append(seqs, f.seq[name])
@@ -185,18 +213,34 @@ func (f *flusher) flush(ctx context.Context) error {
 	var records []store.PollRecord
 	var trim []string
 	every := trimEvery(f.keep())
-	for name, rs := range f.records {
+	pendingRecords := make(map[string][]store.PollRecord, len(names))
+	take := func(name string) {
+		rs, ok := f.records[name]
+		if !ok {
+			return
+		}
 		records = append(records, rs...)
 		if n, seen := f.untrimmed[name]; !seen || n+len(rs) >= every {
 			trim = append(trim, name)
 		}
+		pendingRecords[name] = rs
+		delete(f.records, name)
 	}
-	pendingRecords := f.records
-	f.states = map[string]store.SourceState{}
-	f.records = map[string][]store.PollRecord{}
+	for _, name := range names {
+		delete(f.states, name)
+		take(name)
+	}
+	if len(names) < maxBatch {
+		// Records whose state was committed already (none, as submit sets
+		// both; kept for safety).
+		for name := range f.records {
+			take(name)
+		}
+	}
+	more = len(f.states) > 0
 	f.mu.Unlock()
 
-	err := f.st.SaveBatchTrim(ctx, states, records, f.keep(), trim)
+	err = f.st.SaveBatchTrim(ctx, states, records, f.keep(), trim)
 
 	f.mu.Lock()
 	if err != nil {
@@ -240,12 +284,12 @@ func (f *flusher) flush(ctx context.Context) error {
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if f.onSave != nil {
 		f.onSave(names)
 	}
-	return nil
+	return more, nil
 }
 
 // flushFinal commits what is pending, retrying for up to d.
@@ -253,7 +297,7 @@ func (f *flusher) flushFinal(d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
-		err := f.flush(ctx)
+		err := f.flushAll(ctx)
 		if err == nil {
 			return nil
 		}

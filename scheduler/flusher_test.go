@@ -1,0 +1,72 @@
+package scheduler
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// A backlog larger than maxBatch is committed as a train of bounded
+// transactions, and all of it, states and records, reaches the store.
+func TestFlusherBoundsEachCommit(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "pacer.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	m, err := newMetrics(prometheus.NewRegistry(), &Scheduler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return 3 })
+	var commits []int
+	f.onSave = func(names []string) { commits = append(commits, len(names)) }
+
+	const n = 2*maxBatch + 17
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var last uint64
+	for i := range n {
+		s := store.SourceState{Name: fmt.Sprintf("s%05d", i), PollsTotal: int64(i)}
+		var rec *store.PollRecord
+		if i%100 == 0 {
+			rec = &store.PollRecord{Source: s.Name, StartedAt: at, Outcome: store.OutcomeSuccess}
+		}
+		last = f.submit(s, rec)
+	}
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, c := range commits {
+		if c > maxBatch {
+			t.Errorf("a commit took %d states; the bound is %d", c, maxBatch)
+		}
+		total += c
+	}
+	if total != n || len(commits) != 3 {
+		t.Errorf("commits %v: %d states in %d commits; want %d in 3", commits, total, len(commits), n)
+	}
+	if f.pending(fmt.Sprintf("s%05d", n-1), last) {
+		t.Error("the last state is still pending after flushAll")
+	}
+	states, err := st.LoadStates(t.Context())
+	if err != nil || len(states) != n {
+		t.Fatalf("LoadStates: %d states, %v; want %d", len(states), err, n)
+	}
+	for i := 0; i < n; i += 100 {
+		name := fmt.Sprintf("s%05d", i)
+		if h, err := st.History(t.Context(), name, 10); err != nil || len(h) != 1 {
+			t.Errorf("history of %s: %d records, %v; want 1", name, len(h), err)
+		}
+	}
+}
