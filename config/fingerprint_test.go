@@ -1,10 +1,15 @@
 package config
 
 import (
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 const fpBase = `
@@ -127,5 +132,299 @@ func TestFingerprintChangesWithEveryField(t *testing.T) {
 	// A different value of an expanded variable changes it too.
 	if got := fingerprints(t, fpBase, "other"); got["api"] == base["api"] {
 		t.Error("changing an environment variable did not change the fingerprint")
+	}
+}
+
+// TestFingerprintMatchesJSON checks that the hand-written encoder writes
+// what encoding/json wrote (oldFingerprint, in bench_test.go), so that the
+// fingerprints stored by earlier releases stay valid: on loaded sources and
+// on random ones full of characters that JSON escapes, invalid UTF-8 and
+// floats of every magnitude.
+func TestFingerprintMatchesJSON(t *testing.T) {
+	check := func(s *Source) {
+		t.Helper()
+		if !validUTF8(s) {
+			// Written \udcXX per byte, where encoding/json wrote \ufffd.
+			if Fingerprint(s) == oldFingerprint(s) {
+				t.Fatalf("invalid UTF-8 hashed as encoding/json did: %#v", *s)
+			}
+			return
+		}
+		if got, want := Fingerprint(s), oldFingerprint(s); got != want {
+			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, appendCanonical(nil, s), got)
+		}
+	}
+	cfg, err := Load("../testdata/config/full.yaml", envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.Sources {
+		check(&cfg.Sources[i])
+	}
+	for _, s := range mustLoad(t, fpBase, map[string]string{"P": "st<a>&\"\\tus\u2028"}).Sources {
+		check(&s)
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	// The last pieces are invalid UTF-8; most sources use only valid ones.
+	pieces := []string{"", "a", "Z9", " ", "\"", "\\", "<", ">", "&", "/", "\x00", "\x01", "\b", "\f", "\n",
+		"\r", "\t", "\x1f", "\x7f", "é", "\u2028", "\u2029", "\u2027", "€", "😀", "\ufffd", "${X}", "=", ",",
+		"\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80"}
+	npieces := len(pieces) - 4
+	str := func() string {
+		var b strings.Builder
+		for range rng.IntN(6) {
+			b.WriteString(pieces[rng.IntN(npieces)])
+		}
+		return b.String()
+	}
+	compared := 0
+	floats := []float64{0, math.Copysign(0, -1), 1, 2, 1.5, 0.1, 0.2, 1e-6, 9.99e-7, 1e-7, 1.5e-9, 1e20, 1e21,
+		-1e21, 1.2345678901234567e300, 5e-324, math.MaxFloat64, -3.25, 1e-100, 123456789.125}
+	strMap := func() map[string]string {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string]string{}
+		}
+		m := map[string]string{}
+		for range 1 + rng.IntN(12) {
+			m[str()] = str()
+		}
+		return m
+	}
+	for i := range 20000 {
+		npieces = len(pieces) - 4
+		if i%8 == 0 {
+			npieces = len(pieces)
+		}
+		s := Source{
+			Name: str(), Type: str(), ScheduleSpec: str(),
+			Timeout:    time.Duration(rng.Int64() - rng.Int64()),
+			Backoff:    Backoff{Initial: time.Duration(rng.Int64()), Max: time.Duration(-rng.Int64()), Multiplier: floats[rng.IntN(len(floats))], Jitter: rng.NormFloat64() * math.Pow(10, float64(rng.IntN(60)-30))},
+			Breaker:    Breaker{Failures: rng.IntN(10) - 3, Cooldown: time.Duration(rng.IntN(1e12))},
+			ErrorAfter: int(rng.Int64()), Limit: str(), URL: str(), Method: str(), Headers: strMap(), Body: str(),
+			MaxBody: rng.Int64() - rng.Int64(), Env: strMap(), Dir: str(),
+		}
+		switch rng.IntN(3) {
+		case 0:
+			s.ExpectStatus = []int{}
+		case 1:
+			for range 1 + rng.IntN(4) {
+				s.ExpectStatus = append(s.ExpectStatus, rng.IntN(1000)-100)
+			}
+		}
+		switch rng.IntN(3) {
+		case 0:
+			s.Command = []string{}
+		case 1:
+			for range 1 + rng.IntN(4) {
+				s.Command = append(s.Command, str())
+			}
+		}
+		check(&s)
+		if validUTF8(&s) {
+			compared++
+		}
+	}
+	if compared < 15000 {
+		t.Errorf("only %d random sources compared", compared)
+	}
+	// Non-finite floats (which Load never produces) hash a fixed text.
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		check(&Source{Backoff: Backoff{Multiplier: f}})
+		check(&Source{Backoff: Backoff{Jitter: f}})
+		check(&Source{Backoff: Backoff{Multiplier: f, Jitter: -f}})
+	}
+}
+
+// validUTF8 reports whether every string of s is valid UTF-8.
+func validUTF8(s *Source) bool {
+	strs := []string{s.Name, s.Type, s.ScheduleSpec, s.Limit, s.URL, s.Method, s.Body, s.Dir}
+	strs = append(strs, s.Command...)
+	for _, m := range []map[string]string{s.Headers, s.Env} {
+		for k, v := range m {
+			strs = append(strs, k, v)
+		}
+	}
+	for _, x := range strs {
+		if !utf8.ValidString(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// fpSample is a source with every field set.
+func fpSample() Source {
+	return Source{
+		Name: "api", Type: "http", ScheduleSpec: "@every 1m", Schedule: Every{D: time.Minute},
+		Timeout: 10 * time.Second, Backoff: DefaultBackoff(), Breaker: DefaultBreaker(), ErrorAfter: 10,
+		Limit: "g1", URL: "https://example.com/", Method: "GET", Headers: map[string]string{"A": "1", "B": "2"},
+		Body: "b", ExpectStatus: []int{200, 204}, MaxBody: 1 << 20,
+		Command: []string{"/bin/sh", "-c", "exit 0"}, Env: map[string]string{"M": "q"}, Dir: "/tmp",
+	}
+}
+
+// TestFingerprintCoversEveryField changes each field of Source in turn (found
+// by reflection, so a field added later is covered too) and expects a new
+// fingerprint each time; only Fingerprint and Schedule are left out.
+func TestFingerprintCoversEveryField(t *testing.T) {
+	base := fpSample()
+	seen := map[string]string{Fingerprint(&base): "base"}
+	var walk func(v reflect.Value, name string)
+	walk = func(v reflect.Value, name string) {
+		for i := range v.NumField() {
+			f, fname := v.Field(i), name+v.Type().Field(i).Name
+			if fname == "Fingerprint" || fname == "Schedule" || !v.Type().Field(i).IsExported() {
+				continue
+			}
+			old := reflect.New(f.Type()).Elem()
+			old.Set(f)
+			switch f.Kind() {
+			case reflect.Struct:
+				walk(f, fname+".")
+				continue
+			case reflect.String:
+				f.SetString(f.String() + "x")
+			case reflect.Int, reflect.Int64:
+				f.SetInt(f.Int() + 1)
+			case reflect.Float64:
+				f.SetFloat(f.Float() + 0.5)
+			case reflect.Map:
+				m := reflect.MakeMap(f.Type())
+				for _, k := range f.MapKeys() {
+					m.SetMapIndex(k, f.MapIndex(k))
+				}
+				m.SetMapIndex(reflect.ValueOf("new"), reflect.ValueOf("v"))
+				f.Set(m)
+			case reflect.Slice:
+				f.Set(reflect.Append(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()+1), f), reflect.New(f.Type().Elem()).Elem()))
+			default:
+				t.Fatalf("%s: unhandled kind %s", fname, f.Kind())
+			}
+			fp := Fingerprint(&base)
+			if prev, dup := seen[fp]; dup {
+				t.Errorf("changing %s gives the fingerprint of %s", fname, prev)
+			}
+			seen[fp] = fname
+			f.Set(old)
+		}
+	}
+	walk(reflect.ValueOf(&base).Elem(), "")
+	if len(seen) < 20 {
+		t.Errorf("only %d fields changed the fingerprint", len(seen)-1)
+	}
+	// Schedule is derived from ScheduleSpec and not hashed.
+	s := fpSample()
+	s.Schedule = Every{D: time.Hour}
+	if Fingerprint(&s) != Fingerprint(&base) {
+		t.Error("Schedule changes the fingerprint")
+	}
+}
+
+func TestFingerprintNormalisation(t *testing.T) {
+	a, b := fpSample(), fpSample()
+	a.Headers, a.Env, a.ExpectStatus, a.Command = nil, nil, nil, nil
+	b.Headers, b.Env, b.ExpectStatus, b.Command = map[string]string{}, map[string]string{}, []int{}, []string{}
+	if Fingerprint(&a) != Fingerprint(&b) {
+		t.Error("nil and empty collections hash differently")
+	}
+	// Map contents, not insertion or iteration order, count.
+	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "K", "a", "b", "c"}
+	fwd, rev := map[string]string{}, map[string]string{}
+	for i, k := range keys {
+		fwd[k] = "v" + k
+		rev[keys[len(keys)-1-i]] = "v" + keys[len(keys)-1-i]
+	}
+	a, b = fpSample(), fpSample()
+	a.Headers, a.Env, b.Headers, b.Env = fwd, rev, rev, fwd
+	want := Fingerprint(&a)
+	for range 20 {
+		if Fingerprint(&a) != want || Fingerprint(&b) != want {
+			t.Fatal("map order changes the fingerprint")
+		}
+	}
+}
+
+// TestFingerprintUnambiguous checks that values which a naive
+// concatenation would confuse hash differently.
+func TestFingerprintUnambiguous(t *testing.T) {
+	set := func(f func(*Source)) string {
+		s := fpSample()
+		f(&s)
+		return Fingerprint(&s)
+	}
+	pairs := []struct {
+		name string
+		a, b func(*Source)
+	}{
+		{"command split", func(s *Source) { s.Command = []string{"ab", "c"} }, func(s *Source) { s.Command = []string{"a", "bc"} }},
+		{"command comma", func(s *Source) { s.Command = []string{"a,b"} }, func(s *Source) { s.Command = []string{"a", "b"} }},
+		{"command quote", func(s *Source) { s.Command = []string{`a","b`} }, func(s *Source) { s.Command = []string{"a", "b"} }},
+		{"command empty arg", func(s *Source) { s.Command = []string{"a", ""} }, func(s *Source) { s.Command = []string{"a"} }},
+		{"expect_status split", func(s *Source) { s.ExpectStatus = []int{1, 23} }, func(s *Source) { s.ExpectStatus = []int{12, 3} }},
+		{"header split", func(s *Source) { s.Headers = map[string]string{"ab": "c"} }, func(s *Source) { s.Headers = map[string]string{"a": "bc"} }},
+		{"header injection", func(s *Source) { s.Headers = map[string]string{"a": `b","c":"d`} }, func(s *Source) { s.Headers = map[string]string{"a": "b", "c": "d"} }},
+		{"env vs headers", func(s *Source) { s.Headers, s.Env = map[string]string{"A": "1"}, nil }, func(s *Source) { s.Headers, s.Env = nil, map[string]string{"A": "1"} }},
+		{"field shift", func(s *Source) { s.Body, s.Dir = "x", "" }, func(s *Source) { s.Body, s.Dir = "", "x" }},
+		{"name into type", func(s *Source) { s.Name, s.Type = "ab", "c" }, func(s *Source) { s.Name, s.Type = "a", "bc" }},
+		{"invalid UTF-8", func(s *Source) { s.Body = "\xff" }, func(s *Source) { s.Body = "\xfe" }},
+		{"invalid UTF-8 vs U+FFFD", func(s *Source) { s.Body = "\xff" }, func(s *Source) { s.Body = "\ufffd" }},
+		{"invalid UTF-8 vs its escape", func(s *Source) { s.Body = "\xff" }, func(s *Source) { s.Body = `\udcff` }},
+	}
+	for _, p := range pairs {
+		if set(p.a) == set(p.b) {
+			t.Errorf("%s: same fingerprint", p.name)
+		}
+	}
+}
+
+func TestFingerprintRevealsNoSecret(t *testing.T) {
+	s := fpSample()
+	s.Headers = map[string]string{"Authorization": "Bearer abc123"}
+	s.URL = "https://user:deadbeef@example.com/?k=cafe"
+	fp := Fingerprint(&s)
+	if len(fp) != 64 || strings.Trim(fp, "0123456789abcdef") != "" {
+		t.Fatalf("fingerprint %q is not 64 hex digits", fp)
+	}
+	for _, secret := range []string{"abc123", "deadbeef", "cafe", "Bearer"} {
+		if strings.Contains(fp, secret) {
+			t.Errorf("fingerprint %s contains %q", fp, secret)
+		}
+	}
+}
+
+// TestFingerprintMemo checks Load's encoder, which reuses the encoding of
+// the settings it wrote last, against Fingerprint: 0 and -0 must not be
+// taken for each other.
+func TestFingerprintMemo(t *testing.T) {
+	e := fpEncoder{memo: true}
+	var buf []byte
+	rng := rand.New(rand.NewPCG(3, 4))
+	negZero := math.Copysign(0, -1)
+	for i := range 5000 {
+		s := fpSample()
+		s.Name = strings.Repeat("n", i%7)
+		if rng.IntN(2) == 0 {
+			s.Timeout = time.Duration(rng.IntN(3))
+		}
+		switch rng.IntN(4) {
+		case 0:
+			s.Backoff.Jitter = negZero
+		case 1:
+			s.Backoff.Jitter = 0
+		case 2:
+			s.Backoff.Multiplier = []float64{1, 2, 1.5}[rng.IntN(3)]
+		}
+		if rng.IntN(3) == 0 {
+			s.Breaker.Failures, s.ErrorAfter = s.ErrorAfter, s.Breaker.Failures
+		}
+		var fp string
+		fp, buf = e.fingerprint(buf, &s)
+		if want := Fingerprint(&s); fp != want {
+			t.Fatalf("source %d: memo encoder gives %s, Fingerprint %s", i, fp, want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,16 +46,23 @@ func DefaultBreaker() Breaker {
 	return Breaker{Failures: 5, Cooldown: time.Minute}
 }
 
-var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	yamlErrRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-)
+// isHTTPKey reports whether key is a source key for type http only.
+func isHTTPKey(key string) bool {
+	switch key {
+	case "url", "method", "headers", "body", "expect_status", "max_body":
+		return true
+	}
+	return false
+}
 
-var (
-	httpKeys = map[string]bool{"url": true, "method": true, "headers": true, "body": true, "expect_status": true, "max_body": true}
-	execKeys = map[string]bool{"command": true, "env": true, "dir": true}
-)
+// isExecKey reports whether key is a source key for type exec only.
+func isExecKey(key string) bool {
+	switch key {
+	case "command", "env", "dir":
+		return true
+	}
+	return false
+}
 
 // Load reads, expands, defaults and validates the config file at path.
 // env looks up environment variables (pass os.LookupEnv in production; nil
@@ -86,11 +92,15 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		return nil, Problems{*prob}
 	}
 	l := &loader{
-		file:     path,
-		dir:      filepath.Dir(abs),
-		env:      env,
-		secretOK: map[string]bool{},
-		looked:   map[string]lookResult{},
+		file:      path,
+		dir:       filepath.Dir(abs),
+		env:       env,
+		secretOK:  map[string]bool{},
+		looked:    map[string]lookResult{},
+		checked:   map[string]string{},
+		dirs:      map[string]dirResult{},
+		schedules: map[string]parsedSchedule{},
+		fp:        fpEncoder{memo: true},
 	}
 	cfg := l.config(root)
 	cfg.Path = abs
@@ -127,8 +137,12 @@ func parseYAML(file string, data []byte) (root *yaml.Node, prob *Problem) {
 
 func yamlProblem(file string, err error) *Problem {
 	msg := err.Error()
-	if m := yamlErrRE.FindStringSubmatch(msg); m != nil {
-		return &Problem{Path: file + ":" + m[1], Msg: m[2]}
+	// "yaml: line N: MSG", MSG on one line, names the line.
+	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
+		line, m, ok := strings.Cut(rest, ": ")
+		if ok && line != "" && isDigits(line) && !strings.Contains(m, "\n") {
+			return &Problem{Path: file + ":" + line, Msg: m}
+		}
 	}
 	return &Problem{Path: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
@@ -146,25 +160,129 @@ type lookResult struct {
 	emptyPATH bool
 }
 
+// dirResult is what os.Stat said about a directory.
+type dirResult struct {
+	missing, notDir bool
+}
+
+// parsedSchedule is a schedule parsed by common, cached by its text.
+type parsedSchedule struct {
+	spec  string
+	sched Schedule
+}
+
 // loader holds the state of one Load call.
 type loader struct {
-	file     string // config path as given, for messages
-	dir      string // absolute directory of the config file
-	env      func(string) (string, bool)
-	quiet    bool // drop problems and secrets (used for a pre-pass)
-	probs    []pendingProblem
-	secrets  []string
-	secretOK map[string]bool
-	looked   map[string]lookResult // exec.LookPath cache
+	file      string // config path as given, for messages
+	dir       string // absolute directory of the config file
+	env       func(string) (string, bool)
+	quiet     bool // drop problems and secrets (used for a pre-pass)
+	probs     []pendingProblem
+	secrets   []string
+	secretOK  map[string]bool
+	looked    map[string]lookResult     // exec.LookPath cache
+	checked   map[string]string         // checkExecutable cache
+	dirs      map[string]dirResult      // os.Stat cache for dir
+	schedules map[string]parsedSchedule // valid schedules by their text (they are immutable)
+	fp        fpEncoder
+	fpBuf     []byte
+}
+
+// path says where a value is, for problems: "sources[name=api].headers.A",
+// "defaults.backoff.max", "sources[3].command[0]". It is a value built up
+// key by key and made into a string only when a problem is reported (by
+// String), so that the sources of a large config cost no string building.
+type path struct {
+	name  string    // with src: the source's name, when problems name it by name
+	elems [2]string // keys (the first may be a prefix built beforehand), joined by "."
+	src   int32     // 1 + the index of the source the path is in, or 0
+	idx   int32     // 1 + a list index written last ("[3]"), or 0
+	n     int       // elements of elems in use
+}
+
+// at returns the path s, already built; "" is the top level.
+func at(s string) path {
+	if s == "" {
+		return path{}
+	}
+	return path{elems: [2]string{s}, n: 1}
+}
+
+// sourcePath is the path of sources[i], or sources[name=NAME] when name is
+// not "".
+func sourcePath(i int, name string) path {
+	return path{src: int32(i + 1), name: name}
+}
+
+// key returns the path of key within p.
+func (p path) key(key string) path {
+	if key == "" {
+		key = `""` // an empty key, named as YAML writes it
+	}
+	if p.idx != 0 || p.n == len(p.elems) {
+		p = at(p.String())
+	}
+	p.elems[p.n] = key
+	p.n++
+	return p
+}
+
+// index returns the path of the i-th element of the list at p.
+func (p path) index(i int) path {
+	if p.idx != 0 {
+		p = at(p.String())
+	}
+	p.idx = int32(i + 1)
+	return p
+}
+
+// top reports whether p is the top level of the file.
+func (p path) top() bool {
+	return p.src == 0 && p.n == 0 && p.idx == 0
+}
+
+// String returns the path as problems show it.
+func (p path) String() string {
+	var b []byte
+	if p.src != 0 {
+		if p.name != "" {
+			b = append(b, "sources[name="...)
+			b = append(b, p.name...)
+		} else {
+			b = append(b, "sources["...)
+			b = strconv.AppendInt(b, int64(p.src-1), 10)
+		}
+		b = append(b, ']')
+	}
+	for i := range p.n {
+		if i > 0 || p.src != 0 {
+			b = append(b, '.')
+		}
+		b = append(b, p.elems[i]...)
+	}
+	if p.idx != 0 {
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(p.idx-1), 10)
+		b = append(b, ']')
+	}
+	return string(b)
 }
 
 // addf records a problem. String and error arguments are redacted before
 // formatting.
-func (l *loader) addf(path, format string, args ...any) {
+func (l *loader) addf(p path, format string, args ...any) {
 	if l.quiet {
 		return
 	}
-	l.probs = append(l.probs, pendingProblem{path: path, format: format, args: args})
+	l.probs = append(l.probs, pendingProblem{path: p.String(), format: format, args: args})
+}
+
+// addfAt records a problem at a path given as a string.
+func (l *loader) addfAt(where, format string, args ...any) {
+	if l.quiet {
+		return
+	}
+	l.probs = append(l.probs, pendingProblem{path: where, format: format, args: args})
 }
 
 // secret records s as a secret.
@@ -213,16 +331,6 @@ func (l *loader) finish() Problems {
 		}
 	}
 	return out
-}
-
-func join(path, key string) string {
-	if key == "" {
-		key = `""` // an empty key, named as YAML writes it
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // ---- YAML node helpers ----
@@ -282,13 +390,52 @@ type pair struct {
 // pairs returns the entries of a mapping node in file order, resolving
 // aliases and merge keys ("<<"). A null node is an empty mapping. Anything
 // else is a problem and yields ok == false.
-func (l *loader) pairs(n *yaml.Node, path string) (ps []pair, ok bool) {
+func (l *loader) pairs(n *yaml.Node, p path) (ps []pair, ok bool) {
 	if isNull(n) {
 		return nil, true
 	}
-	seen := map[string]bool{}
-	ok = l.collectPairs(deref(n), path, seen, map[mergeVisit]bool{}, &ps, true, 0)
-	return ps, ok
+	var c pairList
+	d := deref(n)
+	if d != nil && d.Kind == yaml.MappingNode {
+		c.ps = make([]pair, 0, len(d.Content)/2)
+	}
+	ok = l.collectPairs(d, p, &c, true, 0)
+	return c.ps, ok
+}
+
+// pairList collects the pairs of a mapping and its merged mappings.
+type pairList struct {
+	ps   []pair
+	seen map[string]bool     // the keys of ps, once there are many (else ps is scanned)
+	done map[mergeVisit]bool // mappings merged so far; nil until a merge key is met
+}
+
+// maxScan is the number of keys up to which pairList scans ps for a key.
+const maxScan = 16
+
+func (c *pairList) has(key string) bool {
+	if c.seen != nil {
+		return c.seen[key]
+	}
+	for i := range c.ps {
+		if c.ps[i].key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *pairList) add(key string, val *yaml.Node) {
+	c.ps = append(c.ps, pair{key: key, val: val})
+	switch {
+	case c.seen != nil:
+		c.seen[key] = true
+	case len(c.ps) > maxScan:
+		c.seen = make(map[string]bool, 2*len(c.ps))
+		for _, p := range c.ps {
+			c.seen[p.key] = true
+		}
+	}
 }
 
 // mergeVisit is a mapping merged at a depth. Merging the same mapping again
@@ -300,10 +447,10 @@ type mergeVisit struct {
 	depth int
 }
 
-func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, done map[mergeVisit]bool, ps *[]pair, explicit bool, depth int) bool {
-	where := path
-	if where == "" {
-		where = l.file // the top level: the problem is the file's
+func (l *loader) collectPairs(n *yaml.Node, p path, c *pairList, explicit bool, depth int) bool {
+	where := p
+	if where.top() {
+		where = at(l.file) // the top level: the problem is the file's
 	}
 	if n == nil || n.Kind != yaml.MappingNode {
 		l.addf(where, "expected a mapping, got %s", describe(n))
@@ -313,10 +460,14 @@ func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, d
 		l.addf(where, "merge keys nested too deeply")
 		return false
 	}
-	if done[mergeVisit{n, depth}] {
-		return true
+	// Only merges recurse, at depth > 0: the mapping at depth 0 is never
+	// visited again.
+	if depth > 0 {
+		if c.done[mergeVisit{n, depth}] {
+			return true
+		}
+		c.done[mergeVisit{n, depth}] = true
 	}
-	done[mergeVisit{n, depth}] = true
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
@@ -328,36 +479,38 @@ func (l *loader) collectPairs(n *yaml.Node, path string, seen map[string]bool, d
 			merges = append(merges, v)
 			continue
 		}
-		if seen[k.Value] {
+		if c.has(k.Value) {
 			if explicit {
-				l.addf(join(path, k.Value), "duplicate key")
+				l.addf(p.key(k.Value), "duplicate key")
 			}
 			continue
 		}
-		seen[k.Value] = true
-		*ps = append(*ps, pair{key: k.Value, val: v})
+		c.add(k.Value, v)
+	}
+	if len(merges) > 0 && c.done == nil {
+		c.done = map[mergeVisit]bool{}
 	}
 	for _, m := range merges {
 		m = deref(m)
 		if m != nil && m.Kind == yaml.SequenceNode {
 			for _, e := range m.Content {
-				l.collectPairs(deref(e), path, seen, done, ps, false, depth+1)
+				l.collectPairs(deref(e), p, c, false, depth+1)
 			}
 			continue
 		}
-		l.collectPairs(m, path, seen, done, ps, false, depth+1)
+		l.collectPairs(m, p, c, false, depth+1)
 	}
 	return true
 }
 
 // items returns the elements of a sequence node (null: none).
-func (l *loader) items(n *yaml.Node, path string) ([]*yaml.Node, bool) {
+func (l *loader) items(n *yaml.Node, p path) ([]*yaml.Node, bool) {
 	if isNull(n) {
 		return nil, true
 	}
 	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
-		l.addf(path, "expected a list, got %s", describe(n))
+		l.addf(p, "expected a list, got %s", describe(n))
 		return nil, false
 	}
 	return n.Content, true
@@ -365,7 +518,7 @@ func (l *loader) items(n *yaml.Node, path string) ([]*yaml.Node, bool) {
 
 // expand replaces ${VAR} by its value from env and $$ by $. Substituted
 // non-empty values are recorded as secrets.
-func (l *loader) expand(s, path string) (string, bool) {
+func (l *loader) expand(s string, p path) (string, bool) {
 	if !strings.Contains(s, "$") {
 		return s, true
 	}
@@ -383,19 +536,19 @@ func (l *loader) expand(s, path string) (string, bool) {
 		case i+1 < len(s) && s[i+1] == '{':
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
-				l.addf(path, "unterminated ${ (write $$ for a literal $)")
+				l.addf(p, "unterminated ${ (write $$ for a literal $)")
 				return b.String(), false
 			}
 			name := s[i+2 : i+2+end]
 			i += end + 3
-			if !varNameRE.MatchString(name) {
-				l.addf(path, "invalid environment variable name %q in ${...} (write $$ for a literal $)", name)
+			if !isVarName(name) {
+				l.addf(p, "invalid environment variable name %q in ${...} (write $$ for a literal $)", name)
 				ok = false
 				continue
 			}
 			v, set := l.env(name)
 			if !set {
-				l.addf(path, "environment variable %s is not set", name)
+				l.addf(p, "environment variable %s is not set", name)
 				ok = false
 				continue
 			}
@@ -411,25 +564,25 @@ func (l *loader) expand(s, path string) (string, bool) {
 
 // scalar returns the expanded value of a non-null scalar; want describes the
 // expected value for messages ("an integer").
-func (l *loader) scalar(n *yaml.Node, path, want string) (string, bool) {
+func (l *loader) scalar(n *yaml.Node, p path, want string) (string, bool) {
 	d := deref(n)
 	if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" {
-		l.addf(path, "expected %s, got %s", want, describe(n))
+		l.addf(p, "expected %s, got %s", want, describe(n))
 		return "", false
 	}
-	return l.expand(d.Value, path)
+	return l.expand(d.Value, p)
 }
 
 // str returns the expanded value of a string scalar; null is "".
-func (l *loader) str(n *yaml.Node, path string) (string, bool) {
+func (l *loader) str(n *yaml.Node, p path) (string, bool) {
 	if isNull(n) {
 		return "", true
 	}
-	return l.scalar(n, path, "a string")
+	return l.scalar(n, p, "a string")
 }
 
-func (l *loader) integer(n *yaml.Node, path string) (int, bool) {
-	v, ok := l.scalar(n, path, "an integer")
+func (l *loader) integer(n *yaml.Node, p path) (int, bool) {
+	v, ok := l.scalar(n, p, "an integer")
 	if !ok {
 		return 0, false
 	}
@@ -439,52 +592,52 @@ func (l *loader) integer(n *yaml.Node, path string) (int, bool) {
 		if d := deref(n); d.ShortTag() == "!!int" && d.Decode(&i64) == nil && int64(int(i64)) == i64 {
 			return int(i64), true
 		}
-		l.addf(path, "expected an integer, got %q", v)
+		l.addf(p, "expected an integer, got %q", v)
 		return 0, false
 	}
 	return i, true
 }
 
-func (l *loader) float(n *yaml.Node, path string) (float64, bool) {
-	v, ok := l.scalar(n, path, "a number")
+func (l *loader) float(n *yaml.Node, p path) (float64, bool) {
+	v, ok := l.scalar(n, p, "a number")
 	if !ok {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		l.addf(path, "expected a number, got %q", v)
+		l.addf(p, "expected a number, got %q", v)
 		return 0, false
 	}
 	return f, true
 }
 
-func (l *loader) duration(n *yaml.Node, path string) (time.Duration, bool) {
-	v, ok := l.scalar(n, path, "a duration")
+func (l *loader) duration(n *yaml.Node, p path) (time.Duration, bool) {
+	v, ok := l.scalar(n, p, "a duration")
 	if !ok {
 		return 0, false
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil {
-		l.addf(path, "invalid duration %q (use e.g. 250ms, 10s, 1h30m)", v)
+		l.addf(p, "invalid duration %q (use e.g. 250ms, 10s, 1h30m)", v)
 		return 0, false
 	}
 	return d, true
 }
 
-func (l *loader) positiveDuration(n *yaml.Node, path string) (time.Duration, bool) {
-	d, ok := l.duration(n, path)
+func (l *loader) positiveDuration(n *yaml.Node, p path) (time.Duration, bool) {
+	d, ok := l.duration(n, p)
 	if ok && d <= 0 {
-		l.addf(path, "must be greater than 0")
+		l.addf(p, "must be greater than 0")
 		return 0, false
 	}
 	return d, ok
 }
 
 // minInt reads an integer >= min.
-func (l *loader) minInt(n *yaml.Node, path string, min int) (int, bool) {
-	i, ok := l.integer(n, path)
+func (l *loader) minInt(n *yaml.Node, p path, min int) (int, bool) {
+	i, ok := l.integer(n, p)
 	if ok && i < min {
-		l.addf(path, "must be >= %d, got %d", min, i)
+		l.addf(p, "must be >= %d, got %d", min, i)
 		return 0, false
 	}
 	return i, ok
@@ -523,26 +676,26 @@ func (l *loader) config(root *yaml.Node) *Config {
 	storeSet := false
 	var defaultsNode, limitsNode, sourcesNode *yaml.Node
 	if root != nil && !isNull(root) && deref(root).Kind != yaml.MappingNode {
-		l.addf(l.file, "expected a mapping at the top level, got %s", describe(root))
+		l.addfAt(l.file, "expected a mapping at the top level, got %s", describe(root))
 		root = nil
 	}
-	ps, _ := l.pairs(root, "")
+	ps, _ := l.pairs(root, path{})
 	for _, p := range ps {
 		switch p.key {
 		case "store":
-			if v, ok := l.scalar(p.val, "store", "a string"); ok {
+			if v, ok := l.scalar(p.val, at("store"), "a string"); ok {
 				if strings.TrimSpace(v) == "" {
-					l.addf("store", "must not be empty")
+					l.addfAt("store", "must not be empty")
 				} else {
 					cfg.Store, storeSet = v, true
 				}
 			}
 		case "concurrency":
-			if v, ok := l.minInt(p.val, "concurrency", 1); ok {
+			if v, ok := l.minInt(p.val, at("concurrency"), 1); ok {
 				cfg.Concurrency = v
 			}
 		case "shutdown_timeout":
-			if v, ok := l.positiveDuration(p.val, "shutdown_timeout"); ok {
+			if v, ok := l.positiveDuration(p.val, at("shutdown_timeout")); ok {
 				cfg.ShutdownTimeout = v
 			}
 		case "admin":
@@ -550,15 +703,15 @@ func (l *loader) config(root *yaml.Node) *Config {
 		case "log":
 			l.log(p.val, &cfg.Log)
 		case "history":
-			hp, _ := l.pairs(p.val, "history")
+			hp, _ := l.pairs(p.val, at("history"))
 			for _, h := range hp {
 				switch h.key {
 				case "keep":
-					if v, ok := l.minInt(h.val, "history.keep", 1); ok {
+					if v, ok := l.minInt(h.val, at("history.keep"), 1); ok {
 						cfg.History.Keep = v
 					}
 				default:
-					l.addf(join("history", h.key), "unknown key")
+					l.addf(at("history").key(h.key), "unknown key")
 				}
 			}
 		case "defaults":
@@ -568,7 +721,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		case "sources":
 			sourcesNode = p.val
 		default:
-			l.addf(join("", p.key), "unknown key")
+			l.addf(path{}.key(p.key), "unknown key")
 		}
 	}
 	if !storeSet || !(strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://")) {
@@ -576,21 +729,17 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	base := l.defaults(defaultsNode)
 	groups := l.limits(limitsNode, cfg.Limits)
-	cfg.Sources = l.sources(sourcesNode, base, groups)
-	cfg.byName = make(map[string]int, len(cfg.Sources))
-	for i, s := range cfg.Sources {
-		cfg.byName[s.Name] = i
-	}
+	cfg.Sources, cfg.byName = l.sources(sourcesNode, base, groups)
 	return cfg
 }
 
 func (l *loader) admin(n *yaml.Node, a *Admin) {
-	ps, _ := l.pairs(n, "admin")
+	ps, _ := l.pairs(n, at("admin"))
 	for _, p := range ps {
-		path := join("admin", p.key)
+		kp := at("admin").key(p.key)
 		switch p.key {
 		case "listen":
-			v, ok := l.str(p.val, path)
+			v, ok := l.str(p.val, kp)
 			if !ok {
 				continue
 			}
@@ -600,12 +749,12 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			}
 			_, port, err := net.SplitHostPort(v)
 			if err != nil {
-				l.addf(path, "invalid listen address %q: want host:port", v)
+				l.addf(kp, "invalid listen address %q: want host:port", v)
 			} else if n, err := strconv.Atoi(port); port == "" || (err == nil && (n < 0 || n > 65535)) {
-				l.addf(path, "invalid port in listen address %q", v)
+				l.addf(kp, "invalid port in listen address %q", v)
 			}
 		case "token_file":
-			v, ok := l.str(p.val, path)
+			v, ok := l.str(p.val, kp)
 			if !ok || v == "" {
 				continue
 			}
@@ -616,41 +765,41 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 				if errors.As(err, &pe) {
 					err = fmt.Errorf("cannot read token file %s: %w", a.TokenFile, pe.Err)
 				}
-				l.addf(path, "%v", err)
+				l.addf(kp, "%v", err)
 				continue
 			}
 			l.secret(tok)
 		default:
-			l.addf(path, "unknown key")
+			l.addf(kp, "unknown key")
 		}
 	}
 }
 
 func (l *loader) log(n *yaml.Node, lg *Log) {
-	ps, _ := l.pairs(n, "log")
+	ps, _ := l.pairs(n, at("log"))
 	for _, p := range ps {
-		path := join("log", p.key)
+		kp := at("log").key(p.key)
 		switch p.key {
 		case "level":
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				switch lv := strings.ToLower(strings.TrimSpace(v)); lv {
 				case "debug", "info", "warn", "error":
 					lg.Level = lv
 				default:
-					l.addf(path, "must be one of debug, info, warn, error; got %q", v)
+					l.addf(kp, "must be one of debug, info, warn, error; got %q", v)
 				}
 			}
 		case "format":
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				switch f := strings.ToLower(strings.TrimSpace(v)); f {
 				case "text", "json":
 					lg.Format = f
 				default:
-					l.addf(path, "must be text or json; got %q", v)
+					l.addf(kp, "must be text or json; got %q", v)
 				}
 			}
 		default:
-			l.addf(path, "unknown key")
+			l.addf(kp, "unknown key")
 		}
 	}
 }
@@ -667,10 +816,10 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 		breaker:      DefaultBreaker(),
 		errorAfter:   DefaultErrorAfter,
 	}
-	ps, _ := l.pairs(n, "defaults")
+	ps, _ := l.pairs(n, at("defaults"))
 	for _, p := range ps {
-		if !l.common(&b, p, "defaults") {
-			l.addf(join("defaults", p.key), "unknown key")
+		if !l.common(&b, p, at("defaults")) {
+			l.addf(at("defaults").key(p.key), "unknown key")
 		}
 	}
 	return b
@@ -678,11 +827,15 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 
 // common handles a key shared by defaults and sources; it reports whether
 // key is one of them.
-func (l *loader) common(b *inherited, p pair, prefix string) bool {
-	path := join(prefix, p.key)
+func (l *loader) common(b *inherited, p pair, prefix path) bool {
+	kp := prefix.key(p.key)
 	switch p.key {
 	case "schedule":
-		if v, ok := l.scalar(p.val, path, "a schedule"); ok {
+		if v, ok := l.scalar(p.val, kp, "a schedule"); ok {
+			if c, ok := l.schedules[v]; ok {
+				b.scheduleSpec, b.schedule = c.spec, c.sched
+				break
+			}
 			s, err := parseSchedule(v)
 			if err != nil {
 				var ce *cronError
@@ -690,21 +843,24 @@ func (l *loader) common(b *inherited, p pair, prefix string) bool {
 					// The parser's message may quote parts of a secret.
 					err = errors.New("invalid cron expression")
 				}
-				l.addf(path, "invalid schedule %q: %v", v, err)
+				l.addf(kp, "invalid schedule %q: %v", v, err)
 			} else {
 				b.scheduleSpec, b.schedule = strings.TrimSpace(v), s
+				if l.schedules != nil {
+					l.schedules[v] = parsedSchedule{spec: b.scheduleSpec, sched: s}
+				}
 			}
 		}
 	case "timeout":
-		if v, ok := l.positiveDuration(p.val, path); ok {
+		if v, ok := l.positiveDuration(p.val, kp); ok {
 			b.timeout = v
 		}
 	case "backoff":
-		b.backoff = l.backoff(p.val, path, b.backoff)
+		b.backoff = l.backoff(p.val, kp, b.backoff)
 	case "breaker":
-		b.breaker = l.breaker(p.val, path, b.breaker)
+		b.breaker = l.breaker(p.val, kp, b.breaker)
 	case "error_after":
-		if v, ok := l.minInt(p.val, path, 0); ok {
+		if v, ok := l.minInt(p.val, kp, 0); ok {
 			b.errorAfter = v
 		}
 	default:
@@ -715,15 +871,15 @@ func (l *loader) common(b *inherited, p pair, prefix string) bool {
 
 // backoff overrides the given subkeys of base. If the result is invalid it
 // is reported and base returned.
-func (l *loader) backoff(n *yaml.Node, path string, base Backoff) Backoff {
-	ps, ok := l.pairs(n, path)
+func (l *loader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
+	ps, ok := l.pairs(n, where)
 	if !ok {
 		return base
 	}
 	b := base
 	var gotInitial, gotMax bool
 	for _, p := range ps {
-		kp := join(path, p.key)
+		kp := where.key(p.key)
 		switch p.key {
 		case "initial":
 			if v, ok := l.positiveDuration(p.val, kp); ok {
@@ -754,24 +910,24 @@ func (l *loader) backoff(n *yaml.Node, path string, base Backoff) Backoff {
 		}
 	}
 	if b.Max < b.Initial {
-		where := join(path, "max")
+		bad := where.key("max")
 		if gotInitial && !gotMax {
-			where = join(path, "initial")
+			bad = where.key("initial")
 		}
-		l.addf(where, "max (%s) must be >= initial (%s)", b.Max, b.Initial)
+		l.addf(bad, "max (%s) must be >= initial (%s)", b.Max, b.Initial)
 		return base
 	}
 	return b
 }
 
-func (l *loader) breaker(n *yaml.Node, path string, base Breaker) Breaker {
-	ps, ok := l.pairs(n, path)
+func (l *loader) breaker(n *yaml.Node, where path, base Breaker) Breaker {
+	ps, ok := l.pairs(n, where)
 	if !ok {
 		return base
 	}
 	b := base
 	for _, p := range ps {
-		kp := join(path, p.key)
+		kp := where.key(p.key)
 		switch p.key {
 		case "failures":
 			if v, ok := l.minInt(p.val, kp, 0); ok {
@@ -792,20 +948,20 @@ func (l *loader) breaker(n *yaml.Node, path string, base Breaker) Breaker {
 // not, so that a source naming a broken group is not reported twice).
 func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 	groups := map[string]bool{}
-	ps, _ := l.pairs(n, "limits")
+	ps, _ := l.pairs(n, at("limits"))
 	for _, p := range ps {
-		path := join("limits", p.key)
+		gpath := at("limits").key(p.key)
 		groups[p.key] = true
 		if !validName(p.key) {
-			l.addf(path, "invalid group name: must match [a-z0-9][a-z0-9._-]* and be at most %d characters", MaxNameLen)
+			l.addf(gpath, "invalid group name: must match [a-z0-9][a-z0-9._-]* and be at most %d characters", MaxNameLen)
 		}
 		lim := Limit{Burst: 1}
-		gp, ok := l.pairs(p.val, path)
+		gp, ok := l.pairs(p.val, gpath)
 		if !ok {
 			continue
 		}
 		for _, g := range gp {
-			kp := join(path, g.key)
+			kp := gpath.key(g.key)
 			switch g.key {
 			case "concurrency":
 				if v, ok := l.minInt(g.val, kp, 1); ok {
@@ -832,7 +988,7 @@ func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 			}
 		}
 		if lim.Concurrency == 0 && lim.Rate == 0 {
-			l.addf(path, "needs concurrency, rate or both")
+			l.addf(gpath, "needs concurrency, rate or both")
 		}
 		if lim.Rate < 0 {
 			lim.Rate = 0
@@ -842,28 +998,86 @@ func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 	return groups
 }
 
+// validName reports whether s is a valid source or group name: at most
+// MaxNameLen bytes matching [a-z0-9][a-z0-9._-]*.
 func validName(s string) bool {
-	return len(s) <= MaxNameLen && nameRE.MatchString(s)
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			continue
+		}
+		if i == 0 || (c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isVarName reports whether s is an environment variable name that ${...}
+// accepts: [A-Za-z_][A-Za-z0-9_]*.
+func isVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || (i > 0 && c >= '0' && c <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // sourceName reads a source's name without reporting anything.
 func (l *loader) sourceName(n *yaml.Node) string {
+	// The common case: a mapping without merge keys whose name is a plain
+	// string. The first such key is the one pairs would return.
+	if d := deref(n); d != nil && d.Kind == yaml.MappingNode {
+		var val *yaml.Node
+		merges := false
+		for i := 0; i+1 < len(d.Content); i += 2 {
+			k := deref(d.Content[i])
+			if k == nil || k.Kind != yaml.ScalarNode {
+				continue // reported by source
+			}
+			if k.ShortTag() == "!!merge" {
+				merges = true
+				continue
+			}
+			if k.Value == "name" {
+				val = d.Content[i+1]
+				break
+			}
+		}
+		if val == nil && !merges {
+			return ""
+		}
+		if v := deref(val); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" && !strings.Contains(v.Value, "$") {
+			return v.Value
+		}
+	}
 	q := &loader{dir: l.dir, env: l.env, quiet: true}
-	ps, _ := q.pairs(n, "")
+	ps, _ := q.pairs(n, path{})
 	for _, p := range ps {
 		if p.key == "name" {
-			v, _ := q.scalar(p.val, "", "")
+			v, _ := q.scalar(p.val, path{}, "")
 			return v
 		}
 	}
 	return ""
 }
 
-func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) []Source {
-	items, _ := l.items(n, "sources")
+// sources returns the sources and an index of them by name (valid only when
+// no problem is reported, which is the only case where Load returns it).
+func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]Source, map[string]int) {
+	items, _ := l.items(n, at("sources"))
 	names := make([]string, len(items))
-	first := map[string]int{}
-	count := map[string]int{}
+	first := make(map[string]int, len(items)) // name -> index of its first source
+	var dup map[string]bool                   // names of more than one source
 	for i, it := range items {
 		names[i] = l.sourceName(it)
 		if names[i] == "" {
@@ -871,26 +1085,37 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) []So
 		}
 		if _, ok := first[names[i]]; !ok {
 			first[names[i]] = i
+		} else {
+			if dup == nil {
+				dup = map[string]bool{}
+			}
+			dup[names[i]] = true
 		}
-		count[names[i]]++
 	}
 	out := make([]Source, 0, len(items))
 	for i, it := range items {
-		prefix := fmt.Sprintf("sources[%d]", i)
-		if validName(names[i]) && count[names[i]] == 1 {
-			prefix = "sources[name=" + names[i] + "]"
+		prefix := sourcePath(i, "")
+		if !dup[names[i]] && validName(names[i]) {
+			prefix = sourcePath(i, names[i])
 		}
-		if count[names[i]] > 1 && first[names[i]] != i {
-			l.addf(fmt.Sprintf("sources[%d].name", i), "duplicate name %q (also used by sources[%d])", names[i], first[names[i]])
+		if dup[names[i]] && first[names[i]] != i {
+			l.addf(sourcePath(i, "").key("name"), "duplicate name %q (also used by sources[%d])", names[i], first[names[i]])
 		}
 		if s, ok := l.source(it, prefix, b, groups); ok {
 			out = append(out, s)
 		}
 	}
-	return out
+	if len(out) != len(items) || len(first) != len(out) {
+		// Not every source made it: Load fails, but keep the index right.
+		first = make(map[string]int, len(out))
+		for i := range out {
+			first[out[i].Name] = i
+		}
+	}
+	return out, first
 }
 
-func (l *loader) source(n *yaml.Node, prefix string, b inherited, groups map[string]bool) (Source, bool) {
+func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[string]bool) (Source, bool) {
 	ps, ok := l.pairs(n, prefix)
 	if !ok {
 		return Source{}, false
@@ -901,19 +1126,19 @@ func (l *loader) source(n *yaml.Node, prefix string, b inherited, groups map[str
 		switch p.key {
 		case "name":
 			hasName = true
-			path := join(prefix, "name")
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			kp := prefix.key("name")
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				s.Name = v
 				if !validName(v) {
-					l.addf(path, "invalid name %q: must match [a-z0-9][a-z0-9._-]* and be at most %d characters", v, MaxNameLen)
+					l.addf(kp, "invalid name %q: must match [a-z0-9][a-z0-9._-]* and be at most %d characters", v, MaxNameLen)
 				}
 			}
 		case "type":
 			hasType = true
-			path := join(prefix, "type")
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			kp := prefix.key("type")
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				if v != "http" && v != "exec" {
-					l.addf(path, "must be http or exec, got %q", v)
+					l.addf(kp, "must be http or exec, got %q", v)
 				} else {
 					s.Type = v
 				}
@@ -921,103 +1146,109 @@ func (l *loader) source(n *yaml.Node, prefix string, b inherited, groups map[str
 		}
 	}
 	if !hasName {
-		l.addf(join(prefix, "name"), "required")
+		l.addf(prefix.key("name"), "required")
 	}
 	if !hasType {
-		l.addf(join(prefix, "type"), "required (http or exec)")
+		l.addf(prefix.key("type"), "required (http or exec)")
 	}
 	var hasURL, hasCommand bool
 	for _, p := range ps {
-		path := join(prefix, p.key)
-		if (s.Type == "exec" && httpKeys[p.key]) || (s.Type == "http" && execKeys[p.key]) {
-			l.addf(path, "not allowed for type %s", s.Type)
+		kp := prefix.key(p.key)
+		if (s.Type == "exec" && isHTTPKey(p.key)) || (s.Type == "http" && isExecKey(p.key)) {
+			l.addf(kp, "not allowed for type %s", s.Type)
 			continue
 		}
 		switch p.key {
 		case "name", "type":
 		case "limit":
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				if !groups[v] {
-					l.addf(path, "unknown limit group %q (not defined in limits)", v)
+					l.addf(kp, "unknown limit group %q (not defined in limits)", v)
 				} else {
 					s.Limit = v
 				}
 			}
 		case "url":
 			hasURL = true
-			if v, ok := l.scalar(p.val, path, "a URL"); ok {
+			if v, ok := l.scalar(p.val, kp, "a URL"); ok {
 				s.URL = v
 				u, err := url.Parse(v)
 				switch {
 				case err != nil:
-					l.addf(path, "invalid URL")
+					l.addf(kp, "invalid URL")
 				case u.Scheme != "http" && u.Scheme != "https":
-					l.addf(path, "invalid URL: scheme must be http or https")
+					l.addf(kp, "invalid URL: scheme must be http or https")
 				case u.Host == "" || u.Hostname() == "":
-					l.addf(path, "invalid URL: missing host")
+					l.addf(kp, "invalid URL: missing host")
 				}
 			}
 		case "method":
-			if v, ok := l.scalar(p.val, path, "a string"); ok {
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
 				if !isToken(v) {
-					l.addf(path, "invalid HTTP method %q", v)
+					l.addf(kp, "invalid HTTP method %q", v)
 				} else {
 					s.Method = strings.ToUpper(v)
 				}
 			}
 		case "headers":
-			s.Headers = l.headers(p.val, path)
+			s.Headers = l.headers(p.val, kp)
 		case "body":
-			if v, ok := l.str(p.val, path); ok {
+			if v, ok := l.str(p.val, kp); ok {
 				s.Body = v
 			}
 		case "expect_status":
-			s.ExpectStatus = l.expectStatus(p.val, path)
+			s.ExpectStatus = l.expectStatus(p.val, kp)
 		case "max_body":
-			if v, ok := l.scalar(p.val, path, "a size"); ok {
+			if v, ok := l.scalar(p.val, kp, "a size"); ok {
 				if sz, err := parseSize(v); err != nil {
-					l.addf(path, "invalid size %q: %v", v, err)
+					l.addf(kp, "invalid size %q: %v", v, err)
 				} else if sz <= 0 {
-					l.addf(path, "must be greater than 0")
+					l.addf(kp, "must be greater than 0")
 				} else {
 					s.MaxBody = sz
 				}
 			}
 		case "command":
 			hasCommand = true
-			s.Command = l.command(p.val, path)
+			s.Command = l.command(p.val, kp)
 		case "env":
-			s.Env = l.envMap(p.val, path)
+			s.Env = l.envMap(p.val, kp)
 		case "dir":
-			if v, ok := l.str(p.val, path); ok && v != "" {
+			if v, ok := l.str(p.val, kp); ok && v != "" {
 				s.Dir = l.resolve(v)
-				if fi, err := os.Stat(s.Dir); err != nil {
-					l.addf(path, "directory %s does not exist", s.Dir)
-				} else if !fi.IsDir() {
-					l.addf(path, "%s is not a directory", s.Dir)
+				r, ok := l.dirs[s.Dir]
+				if !ok {
+					fi, err := os.Stat(s.Dir)
+					r = dirResult{missing: err != nil, notDir: err == nil && !fi.IsDir()}
+					l.dirs[s.Dir] = r
+				}
+				if r.missing {
+					l.addf(kp, "directory %s does not exist", s.Dir)
+				} else if r.notDir {
+					l.addf(kp, "%s is not a directory", s.Dir)
 				}
 			}
 		default:
 			if !l.common(&b, p, prefix) {
-				l.addf(path, "unknown key")
+				l.addf(kp, "unknown key")
 			}
 		}
 	}
 	switch s.Type {
 	case "http":
 		if !hasURL {
-			l.addf(join(prefix, "url"), "required for type http")
+			l.addf(prefix.key("url"), "required for type http")
 		}
 	case "exec":
 		if !hasCommand {
-			l.addf(join(prefix, "command"), "required for type exec")
+			l.addf(prefix.key("command"), "required for type exec")
 		}
 		// http-only fields stay zero for exec sources.
 		s.Method, s.MaxBody = "", 0
 	}
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
-	s.Fingerprint = Fingerprint(&s)
+	s.Fingerprint, l.fpBuf = l.fp.fingerprint(l.fpBuf, &s)
 	return s, true
 }
 
@@ -1038,24 +1269,27 @@ func isToken(s string) bool {
 	return true
 }
 
-func (l *loader) headers(n *yaml.Node, path string) map[string]string {
-	ps, _ := l.pairs(n, path)
+func (l *loader) headers(n *yaml.Node, where path) map[string]string {
+	ps, _ := l.pairs(n, where)
 	if len(ps) == 0 {
 		return nil
 	}
 	h := make(map[string]string, len(ps))
-	lower := map[string]string{}
+	// names seen so far, first spelling; header names are tokens (ASCII),
+	// so EqualFold is ToLower equality.
+	var buf [8]string
+	names := buf[:0]
 	for _, p := range ps {
-		kp := join(path, p.key)
+		kp := where.key(p.key)
 		if !isToken(p.key) {
 			l.addf(kp, "invalid header name")
 			continue
 		}
-		if prev, ok := lower[strings.ToLower(p.key)]; ok {
+		if prev := sameName(names, p.key); prev != "" {
 			l.addf(kp, "duplicate header (same as %s, header names are case-insensitive)", prev)
 			continue
 		}
-		lower[strings.ToLower(p.key)] = p.key
+		names = append(names, p.key)
 		v, ok := l.str(p.val, kp)
 		if !ok {
 			continue
@@ -1070,11 +1304,21 @@ func (l *loader) headers(n *yaml.Node, path string) map[string]string {
 	return h
 }
 
-func (l *loader) expectStatus(n *yaml.Node, path string) []int {
-	items, _ := l.items(n, path)
+// sameName returns the first of names equal to name but for case, or "".
+func sameName(names []string, name string) string {
+	for _, s := range names {
+		if strings.EqualFold(s, name) {
+			return s
+		}
+	}
+	return ""
+}
+
+func (l *loader) expectStatus(n *yaml.Node, where path) []int {
+	items, _ := l.items(n, where)
 	var out []int
 	for i, it := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
+		ip := where.index(i)
 		v, ok := l.integer(it, ip)
 		if !ok {
 			continue
@@ -1083,19 +1327,22 @@ func (l *loader) expectStatus(n *yaml.Node, path string) []int {
 			l.addf(ip, "status %d is outside 100..599", v)
 			continue
 		}
+		if out == nil {
+			out = make([]int, 0, len(items))
+		}
 		out = append(out, v)
 	}
 	return out
 }
 
-func (l *loader) envMap(n *yaml.Node, path string) map[string]string {
-	ps, _ := l.pairs(n, path)
+func (l *loader) envMap(n *yaml.Node, where path) map[string]string {
+	ps, _ := l.pairs(n, where)
 	if len(ps) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(ps))
 	for _, p := range ps {
-		kp := join(path, p.key)
+		kp := where.key(p.key)
 		if p.key == "" || strings.ContainsAny(p.key, "=\x00") {
 			l.addf(kp, "invalid environment variable name")
 			continue
@@ -1113,18 +1360,18 @@ func (l *loader) envMap(n *yaml.Node, path string) map[string]string {
 	return m
 }
 
-func (l *loader) command(n *yaml.Node, path string) []string {
-	items, ok := l.items(n, path)
+func (l *loader) command(n *yaml.Node, where path) []string {
+	items, ok := l.items(n, where)
 	if !ok {
 		return nil
 	}
 	if len(items) == 0 {
-		l.addf(path, "must be a non-empty list (argv)")
+		l.addf(where, "must be a non-empty list (argv)")
 		return nil
 	}
 	argv := make([]string, len(items))
 	for i, it := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
+		ip := where.index(i)
 		v, ok := l.scalar(it, ip, "a string")
 		if !ok {
 			continue
@@ -1135,7 +1382,7 @@ func (l *loader) command(n *yaml.Node, path string) []string {
 		}
 		argv[i] = v
 	}
-	p0 := path + "[0]"
+	p0 := where.index(0)
 	c := argv[0]
 	switch {
 	case c == "":
@@ -1144,7 +1391,12 @@ func (l *loader) command(n *yaml.Node, path string) []string {
 		}
 	case strings.ContainsRune(c, '/'):
 		argv[0] = l.resolve(c)
-		if err := checkExecutable(argv[0]); err != "" {
+		err, ok := l.checked[argv[0]]
+		if !ok {
+			err = checkExecutable(argv[0])
+			l.checked[argv[0]] = err
+		}
+		if err != "" {
 			l.addf(p0, "%s: %s", argv[0], err)
 		}
 	default:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,10 +18,29 @@ import (
 // MinEvery is the shortest interval accepted by "@every D".
 const MinEvery = 100 * time.Millisecond
 
-var (
-	digitsRE  = regexp.MustCompile(`^[0-9]+$`)
-	decimalRE = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
-)
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDecimal reports whether s is a decimal number without sign or
+// exponent: digits with an optional fraction ("10", "1.", "1.5") or a
+// fraction alone (".5").
+func isDecimal(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	if !dot {
+		return isDigits(whole)
+	}
+	return (whole == "" || isDigits(whole)) && (frac == "" || isDigits(frac)) && (whole != "" || frac != "")
+}
 
 // ParseSize parses a size in bytes: "1024", "512B", "10KiB", "10MiB" or
 // "1GiB". Negative sizes and sizes that overflow int64 are errors.
@@ -50,7 +68,7 @@ func parseSize(s string) (int64, error) {
 	if strings.HasPrefix(num, "-") {
 		return 0, errors.New("must not be negative")
 	}
-	if !digitsRE.MatchString(num) {
+	if !isDigits(num) {
 		return 0, errors.New("use bytes or KiB, MiB, GiB (e.g. 10MiB)")
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
@@ -89,7 +107,7 @@ func parseRate(s string) (float64, error) {
 	default:
 		return 0, errors.New("unit must be s, m or h")
 	}
-	if !decimalRE.MatchString(num) {
+	if !isDecimal(num) {
 		return 0, errors.New("use N/s, N/m or N/h with a positive number N (e.g. 10/s)")
 	}
 	n, err := strconv.ParseFloat(num, 64)

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +199,65 @@ func TestParseSchedule(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("ParseSchedule(%q) error %q, want it to contain %q", c.spec, err, c.msg)
+		}
+	}
+}
+
+// TestScannersMatchRegexps checks the hand-written scanners against the
+// regular expressions they replaced, on every string of up to 5 bytes over
+// an alphabet of the characters that matter.
+func TestScannersMatchRegexps(t *testing.T) {
+	checks := []struct {
+		re *regexp.Regexp
+		f  func(string) bool
+	}{
+		{regexp.MustCompile(`^[0-9]+$`), isDigits},
+		{regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)$`), isDecimal},
+		{regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`), validName},
+		{regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`), isVarName},
+	}
+	alphabet := []string{"0", "9", "a", "z", "A", "Z", "_", ".", "-", "/", " ", "\n", "é", "\xff"}
+	var all []string
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		all = append(all, prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(prefix+c, n-1)
+		}
+	}
+	gen("", 5)
+	for _, c := range checks {
+		for _, s := range all {
+			if got, want := c.f(s), c.re.MatchString(s); got != want {
+				t.Errorf("%s on %q: %v, want %v", c.re, s, got, want)
+			}
+		}
+	}
+	if validName(strings.Repeat("a", MaxNameLen+1)) || !validName(strings.Repeat("a", MaxNameLen)) {
+		t.Error("validName: length limit")
+	}
+}
+
+func TestYAMLProblemMatchesRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	old := func(file string, err error) Problem {
+		msg := err.Error()
+		if m := re.FindStringSubmatch(msg); m != nil {
+			return Problem{Path: file + ":" + m[1], Msg: m[2]}
+		}
+		return Problem{Path: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	}
+	for _, msg := range []string{
+		"yaml: line 3: did not find expected key", "yaml: line 12: mapping values are not allowed: here",
+		"yaml: line : x", "yaml: line 3:x", "yaml: line 3 x: y", "yaml: line x3: y", "yaml: line 3: a\nb",
+		"yaml: line 3: ", "yaml: line 3:", "yaml: control characters are not allowed", "yaml: line 99999999999999999999: x",
+		"yaml: line ３: x", "other: line 3: x", "yaml: line 3: x: y: z", "yaml: line 3: line 4: x",
+	} {
+		if got, want := *yamlProblem("f.yaml", errors.New(msg)), old("f.yaml", errors.New(msg)); got != want {
+			t.Errorf("%q: %+v, want %+v", msg, got, want)
 		}
 	}
 }
