@@ -89,6 +89,8 @@ type Store struct {
 	sql *sql.DB
 	// w holds the prepared statements of SaveBatch.
 	w *writer
+	// bind writes bind variables in the database's syntax.
+	bind bindFunc
 	// busy is the connection's busy timeout (SQLite).
 	busy time.Duration
 }
@@ -160,7 +162,7 @@ func (s *Store) setup() error {
 	if err := checkColumns(s.db); err != nil {
 		return err
 	}
-	w, err := prepareWriter(s.sql, sqliteBind)
+	w, err := prepareWriter(s.sql, s.bind)
 	if err != nil {
 		return fmt.Errorf("prepare statements: %w", err)
 	}
@@ -224,79 +226,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
-}
-
-// LoadStates returns the stored state of every source, by name. The daemon
-// calls it at start-up to resume where it stopped.
-//
-// It scans rows directly rather than through gorm's reflection, which
-// costs five times as much at 100,000 sources.
-func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("store: load states: %w", err)
-	}
-	defer rows.Close()
-	out := make([]SourceState, 0)
-	for rows.Next() {
-		var st SourceState
-		var next, last, success, until sql.NullTime
-		if err := rows.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
-			&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
-			&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
-			&st.ThrottledTotal, &st.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("store: load states: %w", err)
-		}
-		st.NextRunAt, st.LastRunAt, st.LastSuccessAt, st.BreakerUntil = nullTime(next), nullTime(last), nullTime(success), nullTime(until)
-		st.normalize()
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: load states: %w", err)
-	}
-	return out, nil
-}
-
-func nullTime(t sql.NullTime) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	return &t.Time
-}
-
-// GetState returns the stored state of one source; ok is false when the
-// source has none (it was never saved).
-func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, error) {
-	var rows []SourceState
-	if err := s.db.WithContext(ctx).Where("name = ?", name).Limit(1).Find(&rows).Error; err != nil {
-		return SourceState{}, false, fmt.Errorf("store: get state %q: %w", name, err)
-	}
-	if len(rows) == 0 {
-		return SourceState{}, false, nil
-	}
-	rows[0].normalize()
-	return rows[0], true, nil
-}
-
-// History returns up to n poll records of a source, newest (last saved)
-// first. n <= 0 returns none.
-func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
-	out := make([]PollRecord, 0)
-	if n <= 0 {
-		return out, nil
-	}
-	err := s.db.WithContext(ctx).
-		Where("source = ?", name).
-		Order("seq DESC").
-		Limit(n).
-		Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("store: history of %q: %w", name, err)
-	}
-	for i := range out {
-		out[i].normalize()
-	}
-	return out, nil
 }
 
 // Writable checks that the store answers and accepts a write, by upserting

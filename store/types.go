@@ -30,20 +30,20 @@ type SourceState struct {
 	ConsecutiveFailures  int
 	ConsecutiveThrottles int
 	// NextRunAt is when the source may next be polled; nil in error and paused.
-	NextRunAt      *time.Time
-	LastRunAt      *time.Time
-	LastSuccessAt  *time.Time
+	NextRunAt      *time.Time `gorm:"type:bigint"`
+	LastRunAt      *time.Time `gorm:"type:bigint"`
+	LastSuccessAt  *time.Time `gorm:"type:bigint"`
 	LastError      string
-	LastOutcome    string `gorm:"size:16"`
-	BreakerState   string `gorm:"size:16"` // BreakerClosed, BreakerOpen or BreakerHalfOpen; "" = closed
-	BreakerUntil   *time.Time
-	ErrorReason    string // non-empty = the source is in the error state
+	LastOutcome    string     `gorm:"size:16"`
+	BreakerState   string     `gorm:"size:16"` // BreakerClosed, BreakerOpen or BreakerHalfOpen; "" = closed
+	BreakerUntil   *time.Time `gorm:"type:bigint"`
+	ErrorReason    string     // non-empty = the source is in the error state
 	Paused         bool
 	PausedReason   string
 	PollsTotal     int64
 	FailuresTotal  int64
 	ThrottledTotal int64
-	UpdatedAt      time.Time
+	UpdatedAt      time.Time `gorm:"type:bigint"`
 }
 
 // PollRecord is one entry of a source's poll history.
@@ -53,7 +53,7 @@ type PollRecord struct {
 	// the higher, the newer. SaveBatch assigns it (any value given is
 	// ignored); History returns it.
 	Seq        int64     `gorm:"primaryKey;autoIncrement:false" json:"-"`
-	StartedAt  time.Time `json:"started_at"`
+	StartedAt  time.Time `gorm:"type:bigint" json:"started_at"`
 	DurationMs int64     `json:"duration_ms"`
 	Outcome    string    `gorm:"size:16" json:"outcome"`
 	Error      string    `json:"error"`

@@ -141,14 +141,14 @@ func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int
 // stateArgs appends st's values in stateColumns order.
 func stateArgs(st *SourceState, dst []any) []any {
 	return append(dst, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
-		nullable(st.NextRunAt), nullable(st.LastRunAt), nullable(st.LastSuccessAt), st.LastError,
-		st.LastOutcome, st.BreakerState, nullable(st.BreakerUntil), st.ErrorReason, st.Paused,
-		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.UpdatedAt)
+		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
+		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
+		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, micros(st.UpdatedAt))
 }
 
 // recordArgs appends r's values in recordColumns order, with seq.
 func recordArgs(r *PollRecord, seq int64, dst []any) []any {
-	return append(dst, r.Source, seq, r.StartedAt, r.DurationMs, r.Outcome, r.Error,
+	return append(dst, r.Source, seq, micros(r.StartedAt), r.DurationMs, r.Outcome, r.Error,
 		nullable(r.StatusCode), nullable(r.ExitCode), r.Bytes)
 }
 

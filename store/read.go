@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Times of states and records are stored as integers, microseconds since
+// the Unix epoch (NULL for an absent optional time): the driver then hands
+// back an int64 instead of text that it parses by trying layouts in turn,
+// which made up most of reading 100,000 states at start-up. The read path
+// is plain SQL, like the write path, with the column lists of write.go.
+
+// micros is the stored form of t; the zero time is 0.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// microsPtr is micros for optional times: nil is NULL.
+func microsPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// fromMicros reads a stored time back, in UTC; 0 is the zero time.
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// fromNullMicros reads an optional stored time back.
+func fromNullMicros(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := fromMicros(us.Int64)
+	return &t
+}
+
+// scanner is what LoadStates and GetState read from: *sql.Rows or *sql.Row.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanState reads one row of stateColumns.
+func scanState(r scanner) (SourceState, error) {
+	var st SourceState
+	var next, last, success, until sql.NullInt64
+	var updated int64
+	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
+		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
+		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
+		&st.ThrottledTotal, &updated)
+	if err != nil {
+		return SourceState{}, err
+	}
+	st.NextRunAt, st.LastRunAt = fromNullMicros(next), fromNullMicros(last)
+	st.LastSuccessAt, st.BreakerUntil = fromNullMicros(success), fromNullMicros(until)
+	st.UpdatedAt = fromMicros(updated)
+	return st, nil
+}
+
+// LoadStates returns the stored state of every source, by name. The daemon
+// calls it at start-up to resume where it stopped.
+func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	defer rows.Close()
+	out := make([]SourceState, 0)
+	for rows.Next() {
+		st, err := scanState(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: load states: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	return out, nil
+}
+
+// GetState returns the stored state of one source; ok is false when the
+// source has none (it was never saved).
+func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, error) {
+	row := s.sql.QueryRowContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" WHERE name = "+s.bind(1), name)
+	st, err := scanState(row)
+	switch {
+	case err == sql.ErrNoRows:
+		return SourceState{}, false, nil
+	case err != nil:
+		return SourceState{}, false, fmt.Errorf("store: get state %q: %w", name, err)
+	}
+	return st, true, nil
+}
+
+// History returns up to n poll records of a source, newest (last saved)
+// first. n <= 0 returns none.
+func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
+	out := make([]PollRecord, 0)
+	if n <= 0 {
+		return out, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+tableRecords+
+		" WHERE source = "+s.bind(1)+" ORDER BY seq DESC LIMIT "+s.bind(2), name, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: history of %q: %w", name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r PollRecord
+		var started int64
+		var code, exit sql.NullInt64
+		if err := rows.Scan(&r.Source, &r.Seq, &started, &r.DurationMs, &r.Outcome, &r.Error,
+			&code, &exit, &r.Bytes); err != nil {
+			return nil, fmt.Errorf("store: history of %q: %w", name, err)
+		}
+		r.StartedAt = fromMicros(started)
+		r.StatusCode, r.ExitCode = nullInt(code), nullInt(exit)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: history of %q: %w", name, err)
+	}
+	return out, nil
+}
+
+func nullInt(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	i := int(v.Int64)
+	return &i
+}
