@@ -31,10 +31,13 @@ func cmdRun(args []string, env Env) (err error) {
 	if len(pos) > 0 {
 		return usagef("run takes no arguments")
 	}
+	pre := startPreload(*f.config)
 	cfg, err := f.load(env)
 	if err != nil {
+		pre.release()
 		return err
 	}
+	lock, states := pre.take(cfg.Store)
 	log := newLogger(cfg.Log, env)
 	redact := cfg.Redactor()
 	// From here on an error may quote an expanded ${VAR} value (the store
@@ -45,9 +48,10 @@ func cmdRun(args []string, env Env) (err error) {
 		}
 	}()
 
-	lock, err := store.AcquireLock(cfg.Store)
-	if err != nil {
-		return err
+	if lock == nil {
+		if lock, err = store.AcquireLock(cfg.Store); err != nil {
+			return err
+		}
 	}
 	defer lock.Release()
 	st, err := store.Open(cfg.Store, store.Options{Logger: log})
@@ -96,7 +100,12 @@ func cmdRun(args []string, env Env) (err error) {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	if err := sched.Start(context.Background()); err != nil {
+	if states != nil {
+		err = sched.StartFrom(states)
+	} else {
+		err = sched.Start(context.Background())
+	}
+	if err != nil {
 		return err
 	}
 	if srv != nil {

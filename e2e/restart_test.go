@@ -350,3 +350,34 @@ sources:
 		}
 	}
 }
+
+// The daemon reads the stored states while it loads its config (the store
+// named on the config's "store:" line). A config that turns out invalid
+// must leave the store exactly as it was: no new store file, and an
+// existing one unchanged and not locked once pacer has exited.
+func TestInvalidConfigLeavesStoreAlone(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	bad := "sources:\n  - {name: s, type: http, url: \"http://127.0.0.1:1/\", schedule: \"every minute\"}\n"
+	in.writeConfig(bad)
+	if r := in.cli("run"); r.code != 1 || !strings.Contains(r.stderr, "schedule") {
+		t.Fatalf("run with an invalid schedule: want exit 1 naming the schedule, got %s", r)
+	}
+	if fileExists(in.storePath()) {
+		t.Fatal("run with an invalid config created the store")
+	}
+
+	// A store with a state in it, then the invalid config again.
+	in.writeConfig("sources:\n  - {name: s, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\"}\n")
+	in.mustCLI("pause", "s", "-reason", "kept")
+	before := in.mustCLI("status", "-json", "s").stdout
+	in.writeConfig(bad)
+	if r := in.cli("run"); r.code != 1 {
+		t.Fatalf("run with an invalid config over a store: %s", r)
+	}
+	in.writeConfig("sources:\n  - {name: s, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\"}\n")
+	if after := in.mustCLI("status", "-json", "s").stdout; after != before {
+		t.Errorf("the store changed:\n before %s\n after  %s", before, after)
+	}
+	in.mustCLI("resume", "s") // needs the lock: the failed run released it
+}

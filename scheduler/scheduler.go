@@ -196,6 +196,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: load states: %w", err)
 	}
+	return s.StartFrom(states)
+}
+
+// StartFrom is Start with the stored states already read (by
+// store.LoadStates on the same store, under its lock): the daemon reads
+// them while its config is being loaded.
+func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	stored := make(map[string]store.SourceState, len(states))
 	for _, st := range states {
 		stored[st.Name] = st

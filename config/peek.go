@@ -1,0 +1,61 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// PeekStore returns the store path that Load would return for the config
+// at path, found without loading the config: only a top-level "store:" line
+// in block style, with a plain or quoted value, is recognised. ok is false
+// when the answer is not certain that way (no such line, a ${VAR}, a
+// PostgreSQL URL, a file that cannot be read). It lets the daemon read its
+// stored states while the config, which may hold 100,000 sources, is being
+// loaded; the daemon still compares the result with what Load returns.
+func PeekStore(path string) (store string, ok bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", false
+	}
+	var line []byte
+	for rest := data; len(rest) > 0; {
+		l := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if bytes.HasPrefix(l, []byte("store:")) {
+			if line != nil {
+				return "", false // twice: Load rejects it
+			}
+			line = l
+		}
+	}
+	if line == nil {
+		return "", false
+	}
+	var v struct {
+		Store *string `yaml:"store"`
+	}
+	if err := yaml.Unmarshal(line, &v); err != nil || v.Store == nil {
+		return "", false
+	}
+	s := *v.Store
+	l := strings.ToLower(s)
+	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://") {
+		return "", false
+	}
+	if filepath.IsAbs(s) {
+		return filepath.Clean(s), true
+	}
+	return filepath.Join(filepath.Dir(abs), s), true
+}
