@@ -194,7 +194,7 @@ sources:
 		{"pacer_semaphore_wait_seconds", "histogram"}, {"pacer_polls_total", "counter"},
 		{"pacer_poll_duration_seconds", "histogram"}, {"pacer_schedule_lag_seconds", "histogram"},
 		{"pacer_sources", "gauge"}, {"pacer_source_consecutive_failures", "gauge"},
-		{"pacer_store_errors_total", "counter"},
+		{"pacer_store_errors_total", "counter"}, {"pacer_store_commit_seconds", "histogram"},
 	} {
 		if !strings.Contains(m, "# TYPE "+mt.name+" "+mt.typ+"\n") {
 			t.Errorf("/metrics: no %s of type %s", mt.name, mt.typ)
@@ -210,6 +210,9 @@ sources:
 	}
 	if v, _ := metricValue(m, "pacer_polls_total", `outcome="failure"`); v < 2 {
 		t.Errorf(`pacer_polls_total{outcome="failure"} = %v`, v)
+	}
+	if v, ok := metricValue(m, "pacer_store_commit_seconds_count", ""); !ok || v < 1 {
+		t.Errorf("pacer_store_commit_seconds_count = %v after polls were committed", v)
 	}
 	if v, ok := metricValue(m, "pacer_poll_duration_seconds_count", ""); !ok || v < 5 {
 		t.Errorf("pacer_poll_duration_seconds_count = %v", v)

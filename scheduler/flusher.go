@@ -240,7 +240,9 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	more = len(f.states) > 0
 	f.mu.Unlock()
 
+	began := f.clock.Now()
 	err = f.st.SaveBatchTrim(ctx, states, records, f.keep(), trim)
+	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 
 	f.mu.Lock()
 	if err != nil {

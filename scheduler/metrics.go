@@ -24,6 +24,7 @@ type metrics struct {
 	duration      prometheus.Histogram
 	lag           prometheus.Histogram
 	storeErrors   prometheus.Counter
+	storeCommit   prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
@@ -46,11 +47,14 @@ func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pacer_store_errors_total", Help: "Failed store operations."}),
+		storeCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pacer_store_commit_seconds", Help: "Duration of the flusher's commits of poll results, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 	}
 	for _, o := range []string{countSuccess, countFailure, countThrottled, countRejected, countSkipped, countInterrupted} {
 		m.polls.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, sourcesCollector{s}} {
+	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, sourcesCollector{s}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
