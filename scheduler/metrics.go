@@ -82,7 +82,7 @@ func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range AllStates {
 		ch <- prometheus.MustNewConstMetric(sourcesDesc, prometheus.GaugeValue, float64(counts[st]), st)
 	}
-	for name, n := range failures {
-		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.GaugeValue, float64(n), name)
+	for _, f := range failures {
+		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.GaugeValue, float64(f.n), f.name)
 	}
 }
