@@ -740,6 +740,10 @@ func (s *Scheduler) finish(j *job, brk *breaker.Breaker, res sources.Result, err
 
 // save hands e's state (and a record) to the flusher. mu held.
 func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
+	if rec != nil {
+		e.st.HistorySeq++
+		rec.Seq = e.st.HistorySeq
+	}
 	e.savedSeq = s.flush.submit(e.st, rec)
 }
 

@@ -168,6 +168,22 @@ func TestRestartResumes(t *testing.T) {
 			t.Fatalf("open source polled before its stored time")
 		}
 		h.waitFor("probe after restart", 2*time.Second, func() bool { return h.source("open").PollsTotal > before["open"].PollsTotal })
+		// History goes on where it stopped: the probe is the newest record,
+		// numbered after the ones from before the restart.
+		h.waitFor("probe committed", 2*time.Second, func() bool { return h.stored("open").PollsTotal > before["open"].PollsTotal })
+		hist, err := h.store.History(t.Context(), "open", 100)
+		if n := int(before["open"].PollsTotal) + 1; err != nil || len(hist) != n {
+			t.Fatalf("history of open: %d records, %v; want %d", len(hist), err, n)
+		}
+		if hist[0].StartedAt.Before(openAt) || hist[1].StartedAt.After(openAt) {
+			t.Errorf("newest record started %v, the one before it %v; the probe (after %v) must come first",
+				hist[0].StartedAt, hist[1].StartedAt, openAt)
+		}
+		for i, r := range hist {
+			if want := int64(len(hist) - i); r.Seq != want {
+				t.Errorf("record %d has Seq %d, want %d", i, r.Seq, want)
+			}
+		}
 		if h.source("backoff").PollsTotal != before["backoff"].PollsTotal || h.source("errored").PollsTotal != before["errored"].PollsTotal ||
 			h.source("paused").PollsTotal != 0 {
 			t.Fatalf("a source was polled early: %+v %+v %+v", h.source("backoff"), h.source("errored"), h.source("paused"))

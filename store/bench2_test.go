@@ -305,7 +305,9 @@ func openPopulated(b *testing.B, n, depth int) *store.Store {
 // BenchmarkCommitRate measures the commit throughput (states/s, each with
 // its poll record and the trim of its history at keep=100, history full)
 // of SaveBatch with one state per transaction (single) and batched, and of
-// the bare database/sql writer on the same batches. 20,000 sources.
+// the bare database/sql writer on the same batches. 20,000 sources. The
+// daemon variant is what the flusher does: records numbered by the caller,
+// a source's history trimmed once per keep/4 of its records.
 func BenchmarkCommitRate(b *testing.B) {
 	const nsrc, keep = 20_000, 100
 	s := openPopulated(b, nsrc, keep)
@@ -348,6 +350,27 @@ func BenchmarkCommitRate(b *testing.B) {
 	}
 	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
 		return w.save(context.Background(), states, recs, keep)
+	}
+	// daemon numbers the records itself and trims a source once per keep/4
+	// of its records, as the flusher does.
+	seq := make(map[string]int64, nsrc)
+	for _, name := range names {
+		seq[name] = keep
+	}
+	saveDaemon := func(states []store.SourceState, recs []store.PollRecord) error {
+		var trim []string
+		for i := range recs {
+			seq[recs[i].Source]++
+			recs[i].Seq = seq[recs[i].Source]
+			states[i].HistorySeq = recs[i].Seq
+			if recs[i].Seq%(keep/4) == 0 {
+				trim = append(trim, recs[i].Source)
+			}
+		}
+		return s.SaveBatchTrim(context.Background(), states, recs, keep, trim)
+	}
+	for _, batch := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("daemon/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveDaemon) })
 	}
 	for _, batch := range []int{1, 100, 1000, 5000} {
 		b.Run(fmt.Sprintf("saveBatch/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveBatch) })
@@ -394,14 +417,16 @@ func BenchmarkCommitRate(b *testing.B) {
 // their phases, as in the daemon: a hash of the name, so consecutive
 // commits touch rows all over the tables. Each round runs, in turn:
 //
-//   - saveBatch: SaveBatch, phase order (the figure for the target);
-//   - bare: the same rows through database/sql prepared statements (the
-//     baseline: what SQLite itself costs);
-//   - saveBatch-clustered: SaveBatch with the sources in name order, i.e.
-//     rows that are neighbours in the tables committed together: what a
-//     layout keyed by phase would give;
-//   - saveBatch-tuned: SaveBatch, phase order, with cache_size 64 MiB,
-//     mmap_size 256 MiB and wal_autocheckpoint 10000 pages (then reset).
+//   - daemon: what the flusher does, phase order (the figure for the
+//     target): records numbered by the caller (SourceState.HistorySeq),
+//     SaveBatchTrim trimming a source once per keep/4 of its records;
+//   - saveBatch: SaveBatch, the store numbering the records (one read per
+//     source) and trimming at every record;
+//   - bare: the same rows through database/sql prepared single-row
+//     statements, trimming at every record (the baseline: SQLite alone);
+//   - daemon-clustered: daemon with the sources in name order, i.e. rows
+//     that are neighbours in the tables committed together: what a layout
+//     keyed by phase would give.
 func BenchmarkStoreMinuteLoad(b *testing.B) {
 	const nsrc, keep = 100_000, 100
 	const tick = 50 * time.Millisecond
@@ -410,7 +435,6 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	s := openPopulated(b, nsrc, envInt("PACER_BENCH_HISTORY", 10))
 	w := bare(b, s)
 	w.spent = map[string]time.Duration{}
-	db := w.db
 	names := make([]string, nsrc)
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
@@ -422,6 +446,13 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	}
 	perTick := float64(nsrc) / 60 * tick.Seconds()
 	next := 0
+	// seq numbers each source's records as the daemon does
+	// (SourceState.HistorySeq), after the populated ones.
+	depth := envInt("PACER_BENCH_HISTORY", 10)
+	seq := make(map[string]int64, nsrc)
+	for _, name := range names {
+		seq[name] = int64(depth)
+	}
 	replay := func(order []string, save func([]store.SourceState, []store.PollRecord) error) (float64, float64) {
 		start := time.Now()
 		c0 := cpuTime()
@@ -436,8 +467,10 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 			for ; sent < due; sent++ {
 				name := order[next]
 				next = (next + 1) % nsrc
-				states = append(states, healthyState(name, sent, now))
-				recs = append(recs, healthyRecord(name, now))
+				seq[name]++
+				st, rec := healthyState(name, sent, now), healthyRecord(name, now)
+				st.HistorySeq, rec.Seq = seq[name], seq[name]
+				states, recs = append(states, st), append(recs, rec)
 			}
 			t := time.Now()
 			if err := save(states, recs); err != nil {
@@ -449,25 +482,36 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		slices.Sort(commits)
 		return cpu, float64(commits[len(commits)*99/100]) / 1e6
 	}
+	// daemon is what the flusher does: records numbered by the caller, each
+	// source's history trimmed once per keep/4 of its records.
+	daemon := func(states []store.SourceState, recs []store.PollRecord) error {
+		var trim []string
+		for _, r := range recs {
+			if r.Seq%(keep/4) == 0 {
+				trim = append(trim, r.Source)
+			}
+		}
+		return s.SaveBatchTrim(context.Background(), states, recs, keep, trim)
+	}
+	// saveBatch leaves the numbering to the store (a read of each source's
+	// newest record) and trims at every record.
 	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+		for i := range recs {
+			recs[i].Seq = 0
+		}
 		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
 	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
 		return w.save(context.Background(), states, recs, keep)
 	}
-	pragmas := func(qs ...string) {
-		for _, q := range qs {
-			if _, err := db.Exec("PRAGMA " + q); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 	res := map[string][]float64{}
-	kinds := []string{"saveBatch", "bare", "saveBatch-clustered", "saveBatch-tuned"}
+	kinds := []string{"daemon", "saveBatch", "bare", "daemon-clustered"}
 	for r := range rounds {
 		for _, kind := range kinds {
 			var cpu, p99 float64
 			switch kind {
+			case "daemon":
+				cpu, p99 = replay(phaseOrder, daemon)
 			case "saveBatch":
 				cpu, p99 = replay(phaseOrder, saveBatch)
 			case "bare":
@@ -480,24 +524,20 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 				b.Logf("round %d: bare writer's time by part: upsert %.0f%%, insert %.0f%%, trim %.0f%%, begin+commit %.0f%%", r+1,
 					100*w.spent["upsert"].Seconds()/total.Seconds(), 100*w.spent["insert"].Seconds()/total.Seconds(),
 					100*w.spent["trim"].Seconds()/total.Seconds(), 100*w.spent["commit"].Seconds()/total.Seconds())
-			case "saveBatch-clustered":
-				cpu, p99 = replay(names, saveBatch)
-			case "saveBatch-tuned":
-				pragmas("cache_size = -65536", "mmap_size = 268435456", "wal_autocheckpoint = 10000")
-				cpu, p99 = replay(phaseOrder, saveBatch)
-				pragmas("cache_size = -2000", "mmap_size = 0", "wal_autocheckpoint = 1000")
+			case "daemon-clustered":
+				cpu, p99 = replay(names, daemon)
 			}
 			res[kind+"-cpu%"] = append(res[kind+"-cpu%"], 100*cpu)
 			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)
 			b.Logf("round %d: %-20s %6.2f%% of a core, commit p99 %6.1f ms", r+1, kind, 100*cpu, p99)
 		}
-		res["ratio"] = append(res["ratio"], res["saveBatch-cpu%"][r]/res["bare-cpu%"][r])
+		res["ratio"] = append(res["ratio"], res["daemon-cpu%"][r]/res["bare-cpu%"][r])
 	}
 	for _, kind := range kinds {
 		b.ReportMetric(medianOf(res[kind+"-cpu%"]), kind+"-cpu%")
 	}
-	b.ReportMetric(medianOf(res["ratio"]), "saveBatch/bare")
-	b.ReportMetric(medianOf(res["saveBatch-p99ms"]), "commit-p99-ms")
+	b.ReportMetric(medianOf(res["ratio"]), "daemon/bare")
+	b.ReportMetric(medianOf(res["daemon-p99ms"]), "commit-p99-ms")
 }
 
 // BenchmarkLoadStates measures LoadStates at 100,000 stored sources (the

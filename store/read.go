@@ -57,7 +57,7 @@ func scanState(r scanner) (SourceState, error) {
 	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
 		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
 		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
-		&st.ThrottledTotal, &updated)
+		&st.ThrottledTotal, &st.HistorySeq, &updated)
 	if err != nil {
 		return SourceState{}, err
 	}

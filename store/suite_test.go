@@ -35,6 +35,7 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("HistoryTrim", func(t *testing.T) { testHistoryTrim(t, open(t)) })
 	t.Run("HistoryTrimSelected", func(t *testing.T) { testHistoryTrimSelected(t, open(t)) })
 	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
+	t.Run("HistoryGivenSeq", func(t *testing.T) { testHistoryGivenSeq(t, open(t)) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
@@ -80,6 +81,7 @@ func fullState(name string) store.SourceState {
 		PollsTotal:           120,
 		FailuresTotal:        7,
 		ThrottledTotal:       3,
+		HistorySeq:           12,
 		UpdatedAt:            b.Add(-24 * time.Hour), // replaced by the commit time
 	}
 }
@@ -656,5 +658,58 @@ func testHistoryTrimSelected(t *testing.T, st *store.Store) {
 	}
 	if !rs[0].StartedAt.Equal(base.Add(5 * time.Second)) {
 		t.Errorf("trim kept %v, want the newest", rs[0].StartedAt)
+	}
+}
+
+// The daemon numbers its records itself (SourceState.HistorySeq): given
+// numbers are kept, a record with the number of a stored one replaces it,
+// trimming counts from the largest number, and a record without a number
+// goes after the newest.
+func testHistoryGivenSeq(t *testing.T, s *store.Store) {
+	rec := func(seq int64, bytes int64) store.PollRecord {
+		r := record("g", base().Add(time.Duration(seq)*time.Second), store.OutcomeSuccess)
+		r.Seq, r.Bytes = seq, bytes
+		return r
+	}
+	seqs := func() []int64 {
+		t.Helper()
+		h, err := s.History(t.Context(), "g", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, r := range h {
+			out = append(out, r.Seq)
+		}
+		return out
+	}
+	st := fullState("g")
+	st.HistorySeq = 12
+	save(t, s, []store.SourceState{st}, []store.PollRecord{rec(10, 1), rec(11, 1), rec(12, 1)}, 0)
+	if got := mustGet(t, s, "g").HistorySeq; got != 12 {
+		t.Errorf("HistorySeq = %d, want 12", got)
+	}
+	if got, want := seqs(), []int64{12, 11, 10}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("seqs = %v, want %v", got, want)
+	}
+	// Seq 11 again replaces the stored one; nothing is added.
+	save(t, s, nil, []store.PollRecord{rec(11, 99)}, 0)
+	h, err := s.History(t.Context(), "g", 100)
+	if err != nil || len(h) != 3 || h[1].Bytes != 99 {
+		t.Fatalf("after replacing seq 11: %+v, %v", h, err)
+	}
+	// Numbers given up to 20 with keep 4: seqs 17-20 remain.
+	var more []store.PollRecord
+	for q := int64(13); q <= 20; q++ {
+		more = append(more, rec(q, 1))
+	}
+	save(t, s, nil, more, 4)
+	if got, want := seqs(), []int64{20, 19, 18, 17}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after keep 4: seqs = %v, want %v", got, want)
+	}
+	// Without a number: after the newest.
+	save(t, s, nil, []store.PollRecord{record("g", base(), store.OutcomeFailure)}, 0)
+	if got := seqs(); got[0] != 21 {
+		t.Errorf("a record without a number got %d, want 21", got[0])
 	}
 }

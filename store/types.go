@@ -43,15 +43,20 @@ type SourceState struct {
 	PollsTotal     int64
 	FailuresTotal  int64
 	ThrottledTotal int64
-	UpdatedAt      time.Time `gorm:"type:bigint"`
+	// HistorySeq is the Seq of the source's newest poll record: the daemon
+	// numbers records itself (HistorySeq+1, then stores both in one batch),
+	// so that saving a record needs no read of the records table.
+	HistorySeq int64
+	UpdatedAt  time.Time `gorm:"type:bigint"`
 }
 
 // PollRecord is one entry of a source's poll history.
 type PollRecord struct {
 	Source string `gorm:"primaryKey;size:255" json:"-"`
 	// Seq numbers a source's records from 1 in the order they were saved:
-	// the higher, the newer. SaveBatch assigns it (any value given is
-	// ignored); History returns it.
+	// the higher, the newer. SaveBatch keeps a Seq given (> 0; a record
+	// with the Seq of a stored one replaces it) and numbers a record with
+	// Seq 0 after the source's newest stored one. History returns it.
 	Seq        int64     `gorm:"primaryKey;autoIncrement:false" json:"-"`
 	StartedAt  time.Time `gorm:"type:bigint" json:"started_at"`
 	DurationMs int64     `json:"duration_ms"`

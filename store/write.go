@@ -27,7 +27,7 @@ const rowSizes = 7
 // and LoadStates scans them.
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
-	"paused_reason, polls_total, failures_total, throttled_total, updated_at"
+	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at"
 
 // recordColumns lists PollRecord's columns in the order recordArgs binds
 // them.
@@ -42,7 +42,7 @@ func sqliteBind(int) string { return "?" }
 // writer holds the statements of SaveBatch, prepared once per store.
 type writer struct {
 	states  [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
-	records [rowSizes]*sql.Stmt // records[k] inserts 1<<k records
+	records [rowSizes]*sql.Stmt // records[k] upserts 1<<k records
 	maxSeq  *sql.Stmt           // (source) → the newest seq, 0 if none
 	trim    *sql.Stmt           // (source, seq) deletes its records up to seq
 }
@@ -69,11 +69,17 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 		sets = append(sets, c+" = excluded."+c)
 	}
 	upsert := " ON CONFLICT (name) DO UPDATE SET " + strings.Join(sets, ", ")
+	rcols := strings.Split(recordColumns, ", ")
+	rsets := make([]string, 0, len(rcols)-2)
+	for _, c := range rcols[2:] {
+		rsets = append(rsets, c+" = excluded."+c)
+	}
+	recUpsert := " ON CONFLICT (source, seq) DO UPDATE SET " + strings.Join(rsets, ", ")
 	for k := range rowSizes {
 		if w.states[k], err = prep(insertSQL(tableStates, stateColumns, 1<<k, bind) + upsert); err != nil {
 			return w, err
 		}
-		if w.records[k], err = prep(insertSQL(tableRecords, recordColumns, 1<<k, bind)); err != nil {
+		if w.records[k], err = prep(insertSQL(tableRecords, recordColumns, 1<<k, bind) + recUpsert); err != nil {
 			return w, err
 		}
 	}
@@ -143,7 +149,7 @@ func stateArgs(st *SourceState, dst []any) []any {
 	return append(dst, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
-		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, micros(st.UpdatedAt))
+		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt))
 }
 
 // recordArgs appends r's values in recordColumns order, with seq.
@@ -186,8 +192,8 @@ func checkColumns(db *gorm.DB) error {
 // history of each source that got a record down to its newest keep records
 // (keep <= 0 keeps all). Either all of it is committed or none of it.
 //
-// The arguments are not modified: records get their Seq in the database
-// only, in the order given, after the source's stored ones. Times are stored
+// The arguments are not modified: a record without a Seq gets one in the
+// database only, in the order given, after the source's stored ones. Times are stored
 // in UTC at microsecond precision, and UpdatedAt is set to the commit time.
 // When a name occurs more than once in states, the last occurrence wins.
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
@@ -240,29 +246,35 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 		return fmt.Errorf("upsert states: %w", err)
 	}
 
-	// newest is each source's newest seq, read once per source and advanced
-	// by the records of this batch.
+	// newest is each source's newest seq: the largest given in this batch,
+	// or, for a record without one, read once from the table and advanced.
 	newest := map[string]int64{}
+	looked := map[string]bool{}
 	maxSeq := tx.StmtContext(ctx, s.w.maxSeq)
 	lookup := func(src string) (int64, error) {
-		if n, ok := newest[src]; ok {
-			return n, nil
+		if looked[src] {
+			return newest[src], nil
 		}
 		var n int64
 		if err := maxSeq.QueryRowContext(ctx, src).Scan(&n); err != nil {
 			return 0, fmt.Errorf("newest record of %q: %w", src, err)
 		}
-		newest[src] = n
-		return n, nil
+		looked[src] = true
+		newest[src] = max(newest[src], n)
+		return newest[src], nil
 	}
 	seqs := make([]int64, len(records))
 	for i := range records {
-		n, err := lookup(records[i].Source)
-		if err != nil {
-			return err
+		src, seq := records[i].Source, records[i].Seq
+		if seq <= 0 {
+			n, err := lookup(src)
+			if err != nil {
+				return err
+			}
+			seq = n + 1
 		}
-		seqs[i] = n + 1
-		newest[records[i].Source] = n + 1
+		seqs[i] = seq
+		newest[src] = max(newest[src], seq)
 	}
 	if err := execRows(ctx, tx, &s.w.records, len(records), func(i int, dst []any) []any {
 		r := records[i]
@@ -282,9 +294,12 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 		}
 		del := tx.StmtContext(ctx, s.w.trim)
 		for _, src := range trim {
-			n, err := lookup(src)
-			if err != nil {
-				return err
+			n, ok := newest[src]
+			if !ok {
+				var err error
+				if n, err = lookup(src); err != nil {
+					return err
+				}
 			}
 			if n <= int64(keep) {
 				continue
