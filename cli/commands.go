@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -265,6 +266,7 @@ func cmdAction(action string, args []string, env Env) (err error) {
 				pos = append(pos, s.Name)
 			}
 		}
+		slices.Sort(pos)
 		if len(pos) == 0 {
 			fmt.Fprintln(env.Stdout, "no source is in error")
 			return nil

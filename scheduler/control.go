@@ -140,11 +140,21 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 	if len(out) >= n {
 		return out[:n], nil
 	}
-	stored, err := s.store.History(ctx, name, n-len(out))
+	stored, err := s.store.History(ctx, name, n)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", name, err)
 	}
-	return append(out, stored...), nil
+	// A commit may have landed between the two reads: records are numbered,
+	// so the stored ones already listed are skipped.
+	for _, r := range stored {
+		if len(out) == n {
+			break
+		}
+		if len(out) == 0 || r.Seq < out[len(out)-1].Seq {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // Ready returns nil when the configuration is loaded and the store accepts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,8 +45,11 @@ type flusher struct {
 	mu      sync.Mutex
 	states  map[string]store.SourceState
 	records map[string][]store.PollRecord
-	seq     map[string]uint64 // seq of the pending state per source
-	saved   map[string]uint64 // last committed seq per source
+	// flying holds the records of the commit in progress, so that readers
+	// still see them (pendingRecords) until they are in the store.
+	flying map[string][]store.PollRecord
+	seq    map[string]uint64 // seq of the pending state per source
+	saved  map[string]uint64 // last committed seq per source
 	// untrimmed counts each source's records committed since its history
 	// was last trimmed; a source absent from it is trimmed at its next
 	// record (the store may hold a few more than keep after a restart).
@@ -127,16 +131,14 @@ func (f *flusher) waitSaved(ctx context.Context, name string, seq uint64) {
 	}
 }
 
-// pendingRecords returns the records of name not yet committed, newest first.
+// pendingRecords returns the records of name not yet committed, newest
+// first: those waiting for a commit and those of the commit in progress.
 func (f *flusher) pendingRecords(name string) []store.PollRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rs := f.records[name]
-	out := make([]store.PollRecord, len(rs))
-	for i, r := range rs {
-		out[len(rs)-1-i] = r
-	}
-	return out
+	rs := append(slices.Clone(f.flying[name]), f.records[name]...)
+	slices.Reverse(rs)
+	return rs
 }
 
 // run commits until ctx is done, then returns; call flush for the last one.
@@ -238,6 +240,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		}
 	}
 	more = len(f.states) > 0
+	f.flying = pendingRecords
 	f.mu.Unlock()
 
 	began := f.clock.Now()
@@ -245,6 +248,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 
 	f.mu.Lock()
+	f.flying = nil
 	if err != nil {
 		// Put everything back unless a newer state arrived meanwhile.
 		for i, st := range states {

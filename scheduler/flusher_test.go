@@ -1,9 +1,12 @@
 package scheduler
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -68,5 +71,80 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 		if h, err := st.History(t.Context(), name, 10); err != nil || len(h) != 1 {
 			t.Errorf("history of %s: %d records, %v; want 1", name, len(h), err)
 		}
+	}
+}
+
+// Records stay visible to readers while the commit that carries them is in
+// progress (here: waiting for a write lock held by another connection), and
+// are in the store once it is done.
+func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	st, err := store.Open(path, store.Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	m, err := newMetrics(prometheus.NewRegistry(), &Scheduler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return 10 })
+
+	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+
+	rec := store.PollRecord{Source: "a", Seq: 1, StartedAt: time.Now(), Outcome: store.OutcomeSuccess}
+	f.submit(store.SourceState{Name: "a", HistorySeq: 1}, &rec)
+	done := make(chan error, 1)
+	go func() { done <- f.flushAll(context.Background()) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		flying := len(f.flying)
+		f.mu.Unlock()
+		if flying > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit did not start")
+		}
+		runtime.Gosched()
+	}
+	if got := f.pendingRecords("a"); len(got) != 1 || got[0].Seq != 1 {
+		t.Errorf("during the commit pendingRecords(a) = %+v; want the record", got)
+	}
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pendingRecords("a"); len(got) != 0 {
+		t.Errorf("after the commit pendingRecords(a) = %+v; want none", got)
+	}
+	if h, err := st.History(t.Context(), "a", 10); err != nil || len(h) != 1 {
+		t.Errorf("stored history: %+v, %v", h, err)
 	}
 }

@@ -16,6 +16,7 @@ package store_test
 // (default 10) the records per source already in the store.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -99,22 +100,26 @@ func (w bareWriter) since(part string, t time.Time) time.Time {
 	return now
 }
 
-const bareUpsert = `INSERT INTO source_states (name, fingerprint, consecutive_failures, consecutive_throttles,
+const bareUpsert = `INSERT INTO source_states (skey, name, fingerprint, consecutive_failures, consecutive_throttles,
  next_run_at, last_run_at, last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason,
  paused, paused_reason, polls_total, failures_total, throttled_total, updated_at)
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
- ON CONFLICT(name) DO UPDATE SET fingerprint=excluded.fingerprint, consecutive_failures=excluded.consecutive_failures,
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ ON CONFLICT(skey, name) DO UPDATE SET fingerprint=excluded.fingerprint, consecutive_failures=excluded.consecutive_failures,
  consecutive_throttles=excluded.consecutive_throttles, next_run_at=excluded.next_run_at, last_run_at=excluded.last_run_at,
  last_success_at=excluded.last_success_at, last_error=excluded.last_error, last_outcome=excluded.last_outcome,
  breaker_state=excluded.breaker_state, breaker_until=excluded.breaker_until, error_reason=excluded.error_reason,
  paused=excluded.paused, paused_reason=excluded.paused_reason, polls_total=excluded.polls_total,
  failures_total=excluded.failures_total, throttled_total=excluded.throttled_total, updated_at=excluded.updated_at`
 
-const bareInsert = `INSERT INTO poll_records (source, seq, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
- VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM poll_records WHERE source = ?1),?2,?3,?4,?5,?6,?7,?8)`
+const bareInsert = `INSERT INTO poll_records (skey, source, seq, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
+ VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM poll_records WHERE skey = ?1 AND source = ?2),?3,?4,?5,?6,?7,?8,?9)`
 
-const bareTrim = `DELETE FROM poll_records WHERE source = ?1
- AND seq <= (SELECT MAX(seq) FROM poll_records WHERE source = ?1) - ?2`
+const bareTrim = `DELETE FROM poll_records WHERE skey = ?1 AND source = ?2
+ AND seq <= (SELECT MAX(seq) FROM poll_records WHERE skey = ?1 AND source = ?2) - ?3`
+
+// skeyOf is the store's row key of a source (store.NameHash in int64's
+// signed order).
+func skeyOf(name string) int64 { return int64(store.NameHash(name) ^ 1<<63) }
 
 func nt(t *time.Time) any {
 	if t == nil {
@@ -137,7 +142,7 @@ func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs [
 	}
 	ts := time.Now().UnixMicro()
 	for _, s := range states {
-		if _, err := up.ExecContext(ctx, s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
+		if _, err := up.ExecContext(ctx, skeyOf(s.Name), s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
 			nt(s.NextRunAt), nt(s.LastRunAt), nt(s.LastSuccessAt), s.LastError, s.LastOutcome, s.BreakerState,
 			nt(s.BreakerUntil), s.ErrorReason, s.Paused, s.PausedReason, s.PollsTotal, s.FailuresTotal,
 			s.ThrottledTotal, ts); err != nil {
@@ -158,7 +163,7 @@ func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs [
 			if r.ExitCode != nil {
 				exit = *r.ExitCode
 			}
-			if _, err := ins.ExecContext(ctx, r.Source, r.StartedAt.UnixMicro(), r.DurationMs,
+			if _, err := ins.ExecContext(ctx, skeyOf(r.Source), r.Source, r.StartedAt.UnixMicro(), r.DurationMs,
 				r.Outcome, r.Error, code, exit, r.Bytes); err != nil {
 				return err
 			}
@@ -170,7 +175,7 @@ func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs [
 				return err
 			}
 			for _, r := range recs {
-				if _, err := trim.ExecContext(ctx, r.Source, keep); err != nil {
+				if _, err := trim.ExecContext(ctx, skeyOf(r.Source), r.Source, keep); err != nil {
 					return err
 				}
 			}
@@ -240,7 +245,7 @@ func (w ringWriter) save(ctx context.Context, states []store.SourceState, recs [
 	}
 	ts := time.Now().UnixMicro()
 	for i, s := range states {
-		if _, err := up.ExecContext(ctx, s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
+		if _, err := up.ExecContext(ctx, skeyOf(s.Name), s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
 			nt(s.NextRunAt), nt(s.LastRunAt), nt(s.LastSuccessAt), s.LastError, s.LastOutcome, s.BreakerState,
 			nt(s.BreakerUntil), s.ErrorReason, s.Paused, s.PausedReason, s.PollsTotal, s.FailuresTotal,
 			s.ThrottledTotal, ts); err != nil {
@@ -413,20 +418,20 @@ func BenchmarkCommitRate(b *testing.B) {
 // sources polled once a minute: 1,667 states and records per second, in
 // commits every 50 ms, history trimmed at 100 (PACER_BENCH_HISTORY records
 // per source already stored), and reports the process CPU over the window
-// as a share of one core (target: <= 3%). The sources come in the order of
-// their phases, as in the daemon: a hash of the name, so consecutive
-// commits touch rows all over the tables. Each round runs, in turn:
+// as a share of one core (target: <= 3%). Each round runs, in turn:
 //
-//   - daemon: what the flusher does, phase order (the figure for the
+//   - daemon: what the flusher does, in phase order (the figure for the
 //     target): records numbered by the caller (SourceState.HistorySeq),
-//     SaveBatchTrim trimming a source once per keep/4 of its records;
+//     SaveBatchTrim trimming a source once per keep/4 of its records. The
+//     phases follow store.NameHash, the order of the tables, so a commit
+//     writes neighbouring rows;
 //   - saveBatch: SaveBatch, the store numbering the records (one read per
 //     source) and trimming at every record;
 //   - bare: the same rows through database/sql prepared single-row
 //     statements, trimming at every record (the baseline: SQLite alone);
-//   - daemon-clustered: daemon with the sources in name order, i.e. rows
-//     that are neighbours in the tables committed together: what a layout
-//     keyed by phase would give.
+//   - daemon-scattered: daemon with the sources in a random order, i.e.
+//     each commit's rows all over the tables (phases unrelated to the
+//     tables' order, as in pacer before its tables were keyed by the hash).
 func BenchmarkStoreMinuteLoad(b *testing.B) {
 	const nsrc, keep = 100_000, 100
 	const tick = 50 * time.Millisecond
@@ -439,10 +444,16 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
-	// Phase order: a fixed pseudo-random permutation of the names.
-	phaseOrder := make([]string, nsrc)
+	// Phase order: the scheduler phases "@every" sources by
+	// store.NameHash, the order of the store's rows.
+	phaseOrder := slices.Clone(names)
+	slices.SortFunc(phaseOrder, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	// Scattered: a fixed pseudo-random permutation, what a phase unrelated
+	// to the table's order gives (pacer before the tables were keyed by
+	// the hash).
+	scattered := make([]string, nsrc)
 	for i, j := range rand.New(rand.NewPCG(7, 7)).Perm(nsrc) {
-		phaseOrder[i] = names[j]
+		scattered[i] = names[j]
 	}
 	perTick := float64(nsrc) / 60 * tick.Seconds()
 	next := 0
@@ -505,7 +516,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		return w.save(context.Background(), states, recs, keep)
 	}
 	res := map[string][]float64{}
-	kinds := []string{"daemon", "saveBatch", "bare", "daemon-clustered"}
+	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered"}
 	for r := range rounds {
 		for _, kind := range kinds {
 			var cpu, p99 float64
@@ -524,8 +535,8 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 				b.Logf("round %d: bare writer's time by part: upsert %.0f%%, insert %.0f%%, trim %.0f%%, begin+commit %.0f%%", r+1,
 					100*w.spent["upsert"].Seconds()/total.Seconds(), 100*w.spent["insert"].Seconds()/total.Seconds(),
 					100*w.spent["trim"].Seconds()/total.Seconds(), 100*w.spent["commit"].Seconds()/total.Seconds())
-			case "daemon-clustered":
-				cpu, p99 = replay(names, daemon)
+			case "daemon-scattered":
+				cpu, p99 = replay(scattered, daemon)
 			}
 			res[kind+"-cpu%"] = append(res[kind+"-cpu%"], 100*cpu)
 			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)

@@ -67,10 +67,11 @@ func scanState(r scanner) (SourceState, error) {
 	return st, nil
 }
 
-// LoadStates returns the stored state of every source, by name. The daemon
-// calls it at start-up to resume where it stopped.
+// LoadStates returns the stored state of every source, in the order of the
+// table (by NameHash). The daemon calls it at start-up to resume where it
+// stopped.
 func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" ORDER BY name")
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates)
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
@@ -92,7 +93,8 @@ func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
 // GetState returns the stored state of one source; ok is false when the
 // source has none (it was never saved).
 func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, error) {
-	row := s.sql.QueryRowContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" WHERE name = "+s.bind(1), name)
+	row := s.sql.QueryRowContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+
+		" WHERE skey = "+s.bind(1)+" AND name = "+s.bind(2), skey(name), name)
 	st, err := scanState(row)
 	switch {
 	case err == sql.ErrNoRows:
@@ -111,7 +113,7 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 		return out, nil
 	}
 	rows, err := s.sql.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+tableRecords+
-		" WHERE source = "+s.bind(1)+" ORDER BY seq DESC LIMIT "+s.bind(2), name, n)
+		" WHERE skey = "+s.bind(1)+" AND source = "+s.bind(2)+" ORDER BY seq DESC LIMIT "+s.bind(3), skey(name), name, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: history of %q: %w", name, err)
 	}

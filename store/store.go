@@ -204,13 +204,13 @@ func (s *Store) migrate() error {
 	})
 }
 
-// autoMigrate creates the tables. States and records are clustered on their
-// primary key (SQLite's WITHOUT ROWID): one B-tree each instead of a table
-// plus an index, so a commit dirties half the pages, and a source's records
-// are neighbours, so trimming and reading them touch one or two pages.
+// autoMigrate creates the tables: states and records by hand (see
+// schema.go), the CLI's command queue and the meta table through gorm.
 func autoMigrate(db *gorm.DB) error {
-	if err := db.Set("gorm:table_options", " WITHOUT ROWID").AutoMigrate(&SourceState{}, &PollRecord{}); err != nil {
-		return err
+	for _, ddl := range []string{stateDDL, recordDDL} {
+		if err := db.Exec(ddl).Error; err != nil {
+			return err
+		}
 	}
 	return db.AutoMigrate(&Command{}, &metaRow{})
 }

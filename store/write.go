@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -23,14 +24,14 @@ import (
 // far below the limits of SQLite (32,766) and PostgreSQL (65,535).
 const rowSizes = 7
 
-// stateColumns lists SourceState's columns in the order stateArgs binds them
-// and LoadStates scans them.
+// stateColumns lists SourceState's columns in the order scanState reads
+// them; stateArgs binds skey first, then these.
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
 	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at"
 
-// recordColumns lists PollRecord's columns in the order recordArgs binds
-// them.
+// recordColumns lists PollRecord's columns in the order History reads them;
+// recordArgs binds skey first, then these.
 const recordColumns = "source, seq, started_at, duration_ms, outcome, error, status_code, exit_code, bytes"
 
 // bindFunc writes the i-th (from 1) bind variable of a statement in the
@@ -43,8 +44,8 @@ func sqliteBind(int) string { return "?" }
 type writer struct {
 	states  [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
 	records [rowSizes]*sql.Stmt // records[k] upserts 1<<k records
-	maxSeq  *sql.Stmt           // (source) → the newest seq, 0 if none
-	trim    *sql.Stmt           // (source, seq) deletes its records up to seq
+	maxSeq  *sql.Stmt           // (skey, source) → the newest seq, 0 if none
+	trim    *sql.Stmt           // (skey, source, seq) deletes its records up to seq
 }
 
 // prepareWriter prepares the statements of SaveBatch on db. It must run
@@ -68,25 +69,27 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 	for _, c := range cols[1:] {
 		sets = append(sets, c+" = excluded."+c)
 	}
-	upsert := " ON CONFLICT (name) DO UPDATE SET " + strings.Join(sets, ", ")
+	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 	rcols := strings.Split(recordColumns, ", ")
 	rsets := make([]string, 0, len(rcols)-2)
 	for _, c := range rcols[2:] {
 		rsets = append(rsets, c+" = excluded."+c)
 	}
-	recUpsert := " ON CONFLICT (source, seq) DO UPDATE SET " + strings.Join(rsets, ", ")
+	recUpsert := " ON CONFLICT (skey, source, seq) DO UPDATE SET " + strings.Join(rsets, ", ")
 	for k := range rowSizes {
-		if w.states[k], err = prep(insertSQL(tableStates, stateColumns, 1<<k, bind) + upsert); err != nil {
+		if w.states[k], err = prep(insertSQL(tableStates, "skey, "+stateColumns, 1<<k, bind) + upsert); err != nil {
 			return w, err
 		}
-		if w.records[k], err = prep(insertSQL(tableRecords, recordColumns, 1<<k, bind) + recUpsert); err != nil {
+		if w.records[k], err = prep(insertSQL(tableRecords, "skey, "+recordColumns, 1<<k, bind) + recUpsert); err != nil {
 			return w, err
 		}
 	}
-	if w.maxSeq, err = prep("SELECT COALESCE(MAX(seq), 0) FROM " + tableRecords + " WHERE source = " + bind(1)); err != nil {
+	if w.maxSeq, err = prep("SELECT COALESCE(MAX(seq), 0) FROM " + tableRecords +
+		" WHERE skey = " + bind(1) + " AND source = " + bind(2)); err != nil {
 		return w, err
 	}
-	w.trim, err = prep("DELETE FROM " + tableRecords + " WHERE source = " + bind(1) + " AND seq <= " + bind(2))
+	w.trim, err = prep("DELETE FROM " + tableRecords + " WHERE skey = " + bind(1) + " AND source = " + bind(2) +
+		" AND seq <= " + bind(3))
 	return w, err
 }
 
@@ -146,7 +149,7 @@ func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int
 
 // stateArgs appends st's values in stateColumns order.
 func stateArgs(st *SourceState, dst []any) []any {
-	return append(dst, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
+	return append(dst, skey(st.Name), st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt))
@@ -154,7 +157,7 @@ func stateArgs(st *SourceState, dst []any) []any {
 
 // recordArgs appends r's values in recordColumns order, with seq.
 func recordArgs(r *PollRecord, seq int64, dst []any) []any {
-	return append(dst, r.Source, seq, micros(r.StartedAt), r.DurationMs, r.Outcome, r.Error,
+	return append(dst, skey(r.Source), r.Source, seq, micros(r.StartedAt), r.DurationMs, r.Outcome, r.Error,
 		nullable(r.StatusCode), nullable(r.ExitCode), r.Bytes)
 }
 
@@ -256,7 +259,7 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 			return newest[src], nil
 		}
 		var n int64
-		if err := maxSeq.QueryRowContext(ctx, src).Scan(&n); err != nil {
+		if err := maxSeq.QueryRowContext(ctx, skey(src), src).Scan(&n); err != nil {
 			return 0, fmt.Errorf("newest record of %q: %w", src, err)
 		}
 		looked[src] = true
@@ -304,7 +307,7 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 			if n <= int64(keep) {
 				continue
 			}
-			if _, err := del.ExecContext(ctx, src, n-int64(keep)); err != nil {
+			if _, err := del.ExecContext(ctx, skey(src), src, n-int64(keep)); err != nil {
 				return fmt.Errorf("trim history of %q: %w", src, err)
 			}
 		}
@@ -317,7 +320,7 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 
 // prepareStates copies states into their stored form, one per name (the
 // last one wins: PostgreSQL refuses an upsert that touches a row twice), in
-// name order, so that the rows are written in the order of the table.
+// the order of the table.
 func prepareStates(in []SourceState, ts time.Time) ([]SourceState, error) {
 	out := make([]SourceState, 0, len(in))
 	index := make(map[string]int, len(in))
@@ -335,6 +338,11 @@ func prepareStates(in []SourceState, ts time.Time) ([]SourceState, error) {
 		index[st.Name] = len(out)
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b SourceState) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b SourceState) int {
+		if c := cmp.Compare(skey(a.Name), skey(b.Name)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	return out, nil
 }
