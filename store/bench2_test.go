@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -187,85 +186,6 @@ func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs [
 	return err
 }
 
-// ringWriter is a prototype of a cheaper layout, for comparison only: states
-// in a WITHOUT ROWID table (one B-tree instead of a table and its primary
-// key index) and history as a ring of keep slots per source, also WITHOUT
-// ROWID, keyed (source, slot): a poll overwrites its source's oldest slot
-// (slot = polls_total % keep) in one upsert, so there is no separate index
-// insert, no trimming query and no deleted row per poll.
-type ringWriter struct {
-	db *sql.DB
-}
-
-func newRingWriter(b *testing.B, db *sql.DB, n, depth int) ringWriter {
-	b.Helper()
-	for _, q := range []string{
-		"CREATE TABLE IF NOT EXISTS ring_states (name TEXT PRIMARY KEY, fingerprint TEXT, consecutive_failures INTEGER, consecutive_throttles INTEGER, next_run_at DATETIME, last_run_at DATETIME, last_success_at DATETIME, last_error TEXT, last_outcome TEXT, breaker_state TEXT, breaker_until DATETIME, error_reason TEXT, paused NUMERIC, paused_reason TEXT, polls_total INTEGER, failures_total INTEGER, throttled_total INTEGER, updated_at DATETIME) WITHOUT ROWID",
-		"CREATE TABLE IF NOT EXISTS ring_records (source TEXT, slot INTEGER, started_at DATETIME, duration_ms INTEGER, outcome TEXT, error TEXT, status_code INTEGER, exit_code INTEGER, bytes INTEGER, PRIMARY KEY (source, slot)) WITHOUT ROWID",
-	} {
-		if _, err := db.Exec(q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	w := ringWriter{db: db}
-	t0 := time.Now().Add(-24 * time.Hour)
-	const chunk = 20_000
-	for lo := 0; lo < n; lo += chunk {
-		var states []store.SourceState
-		var recs []store.PollRecord
-		for i := lo; i < min(lo+chunk, n); i++ {
-			name := fmt.Sprintf("src-%06d", i)
-			for d := range depth {
-				states = append(states, healthyState(name, d, t0))
-				recs = append(recs, healthyRecord(name, t0.Add(time.Duration(d)*time.Second)))
-			}
-		}
-		if err := w.save(context.Background(), states, recs, depth); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return w
-}
-
-func (w ringWriter) save(ctx context.Context, states []store.SourceState, recs []store.PollRecord, keep int) error {
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	up, err := tx.PrepareContext(ctx, strings.Replace(bareUpsert, "INTO source_states", "INTO ring_states", 1))
-	if err != nil {
-		return err
-	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO ring_records (source, slot, started_at, duration_ms, outcome, error, status_code, exit_code, bytes)
- VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, slot) DO UPDATE SET started_at=excluded.started_at, duration_ms=excluded.duration_ms,
- outcome=excluded.outcome, error=excluded.error, status_code=excluded.status_code, exit_code=excluded.exit_code, bytes=excluded.bytes`)
-	if err != nil {
-		return err
-	}
-	ts := time.Now().UnixMicro()
-	for i, s := range states {
-		if _, err := up.ExecContext(ctx, skeyOf(s.Name), s.Name, s.Fingerprint, s.ConsecutiveFailures, s.ConsecutiveThrottles,
-			nt(s.NextRunAt), nt(s.LastRunAt), nt(s.LastSuccessAt), s.LastError, s.LastOutcome, s.BreakerState,
-			nt(s.BreakerUntil), s.ErrorReason, s.Paused, s.PausedReason, s.PollsTotal, s.FailuresTotal,
-			s.ThrottledTotal, ts); err != nil {
-			return err
-		}
-		if i < len(recs) {
-			r := recs[i]
-			var code any
-			if r.StatusCode != nil {
-				code = *r.StatusCode
-			}
-			if _, err := ins.ExecContext(ctx, r.Source, s.PollsTotal%int64(max(keep, 1)), r.StartedAt.UnixMicro(),
-				r.DurationMs, r.Outcome, r.Error, code, nil, r.Bytes); err != nil {
-				return err
-			}
-		}
-	}
-	return tx.Commit()
-}
-
 func bare(b *testing.B, s *store.Store) bareWriter {
 	db, err := store.GormDB(s).DB()
 	if err != nil {
@@ -312,7 +232,9 @@ func openPopulated(b *testing.B, n, depth int) *store.Store {
 // of SaveBatch with one state per transaction (single) and batched, and of
 // the bare database/sql writer on the same batches. 20,000 sources. The
 // daemon variant is what the flusher does: records numbered by the caller,
-// a source's history trimmed once per keep/4 of its records.
+// a source's history trimmed once per keep/4 of its records. A batch holds
+// sources that are consecutive in phase order (store.NameHash), as a
+// daemon's commit does.
 func BenchmarkCommitRate(b *testing.B) {
 	const nsrc, keep = 20_000, 100
 	s := openPopulated(b, nsrc, keep)
@@ -321,6 +243,9 @@ func BenchmarkCommitRate(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
+	// In phase order, as the daemon commits them: by store.NameHash, the
+	// order of the tables.
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
 	round := 0
 	run := func(b *testing.B, batch int, withRecords bool, save func([]store.SourceState, []store.PollRecord) error) {
 		states := make([]store.SourceState, batch)
@@ -403,14 +328,6 @@ func BenchmarkCommitRate(b *testing.B) {
 	b.Run("saveBatch+syncOFF/state+record/batch=1000", func(b *testing.B) { run(b, 1000, true, saveBatch) })
 	if _, err := db.Exec("PRAGMA synchronous = NORMAL"); err != nil {
 		b.Fatal(err)
-	}
-	// The prototype layout (ring history, WITHOUT ROWID), same sources and depth.
-	rw := newRingWriter(b, db, nsrc, keep)
-	saveRing := func(states []store.SourceState, recs []store.PollRecord) error {
-		return rw.save(context.Background(), states, recs, keep)
-	}
-	for _, batch := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("proto-ring/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveRing) })
 	}
 }
 
