@@ -14,6 +14,7 @@ package scheduler
 // measuring window (pacer-n100000-r1.pprof, cron-n100000-r1.pprof, ...).
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -664,7 +665,9 @@ func countFDs() int {
 // achieved and the latency from submit to commit (rule 3.8: a poll's state
 // is committed within 250 ms). Target: >= 50,000 states/s with the bound
 // held. The baseline in the same run is the store's raw capacity: the same
-// states and records committed back to back in batches of 5,000.
+// states and records committed back to back in batches of 5,000. Sources
+// come in phase order and records numbered, as in the daemon; the payload
+// is a state alone (state/...) or a state and its record (state+record/...).
 func BenchmarkFlusherSustained(b *testing.B) {
 	const nsrc, keep = 20_000, 100
 	window := benchWindow()
@@ -676,6 +679,13 @@ func BenchmarkFlusherSustained(b *testing.B) {
 	names := make([]string, nsrc)
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
+	}
+	// In phase order, as the daemon submits them (store.NameHash).
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	// seq numbers each source's records as the daemon does (HistorySeq).
+	seq := make(map[string]int64, nsrc)
+	for _, name := range names {
+		seq[name] = keep
 	}
 	t0 := time.Now().Add(-time.Hour)
 	mk := func(name string, n int, at time.Time) (store.SourceState, store.PollRecord) {
@@ -697,16 +707,23 @@ func BenchmarkFlusherSustained(b *testing.B) {
 	b.Logf("history prefilled: %d sources x %d records in %v", nsrc, keep, time.Since(fill).Round(time.Millisecond))
 
 	// Baseline: the store's capacity, batches of 5,000 back to back.
-	capacity := func() float64 {
+	capacity := func(withRecords bool) float64 {
 		const batch = 5_000
 		start := time.Now()
 		k := 0
 		for time.Since(start) < window/2 {
 			states := make([]store.SourceState, batch)
-			recs := make([]store.PollRecord, batch)
+			var recs []store.PollRecord
 			now := time.Now()
 			for i := range batch {
-				states[i], recs[i] = mk(names[(k+i)%nsrc], k, now)
+				name := names[(k+i)%nsrc]
+				var r store.PollRecord
+				states[i], r = mk(name, k, now)
+				if withRecords {
+					seq[name]++
+					r.Seq, states[i].HistorySeq = seq[name], seq[name]
+					recs = append(recs, r)
+				}
 			}
 			if err := st.SaveBatch(context.Background(), states, recs, keep); err != nil {
 				b.Fatal(err)
@@ -716,8 +733,15 @@ func BenchmarkFlusherSustained(b *testing.B) {
 		return float64(k) / time.Since(start).Seconds()
 	}
 
-	for _, rate := range []int{10_000, 25_000, 50_000} {
-		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+	for _, c := range []struct {
+		records bool
+		rate    int
+	}{{false, 50_000}, {false, 100_000}, {true, 10_000}, {true, 20_000}} {
+		rate, payload := c.rate, "state"
+		if c.records {
+			payload = "state+record"
+		}
+		b.Run(fmt.Sprintf("%s/rate=%d", payload, rate), func(b *testing.B) {
 			var offered, achieved, caps, p50, p99, pmax, cpus []float64
 			for range benchRounds() {
 				reg := prometheus.NewRegistry()
@@ -764,7 +788,13 @@ func BenchmarkFlusherSustained(b *testing.B) {
 							submitted[name] = now
 						}
 						mu.Unlock()
-						f.submit(s, &r)
+						if c.records {
+							seq[name]++
+							r.Seq, s.HistorySeq = seq[name], seq[name]
+							f.submit(s, &r)
+						} else {
+							f.submit(s, nil)
+						}
 					}
 					time.Sleep(time.Millisecond)
 				}
@@ -786,7 +816,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 				pmax = append(pmax, float64(percentile(lats, 1))/1e6)
 				cpus = append(cpus, cpu)
 				mu.Unlock()
-				caps = append(caps, capacity())
+				caps = append(caps, capacity(c.records))
 				b.Logf("rate %d: offered %.0f/s, committed %.0f/s, latency p50 %.1fms p99 %.1fms max %.1fms, cpu %.0f%%; store capacity %.0f states/s",
 					rate, offered[len(offered)-1], achieved[len(achieved)-1], p50[len(p50)-1], p99[len(p99)-1], pmax[len(pmax)-1], 100*cpu, caps[len(caps)-1])
 			}
