@@ -15,10 +15,11 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// A backlog larger than maxBatch is committed as a train of bounded
-// transactions, and all of it, states and records, reaches the store.
-func TestFlusherBoundsEachCommit(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "pacer.db"), store.Options{})
+// newTestFlusher opens a store at path, closed when the test ends, and a
+// flusher on it that keeps keep records per source.
+func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*store.Store, *flusher) {
+	t.Helper()
+	st, err := store.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,13 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return 3 })
+	return st, newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return keep })
+}
+
+// A backlog larger than maxBatch is committed as a train of bounded
+// transactions, and all of it, states and records, reaches the store.
+func TestFlusherBoundsEachCommit(t *testing.T) {
+	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 	var commits []int
 	f.onSave = func(names []string) { commits = append(commits, len(names)) }
 
@@ -79,20 +86,7 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 // are in the store once it is done.
 func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pacer.db")
-	st, err := store.Open(path, store.Options{BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	m, err := newMetrics(prometheus.NewRegistry(), &Scheduler{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return 10 })
+	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 10 * time.Second}, 10)
 
 	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
 	if err != nil {
