@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -31,6 +32,8 @@ func cmdRun(args []string, env Env) (err error) {
 	if len(pos) > 0 {
 		return usagef("run takes no arguments")
 	}
+	restoreGC := startupGC()
+	defer restoreGC()
 	pre := startPreload(*f.config)
 	cfg, err := f.load(env)
 	if err != nil {
@@ -115,6 +118,7 @@ func cmdRun(args []string, env Env) (err error) {
 			}
 		}()
 	}
+	restoreGC()
 	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", conc,
 		"store", redact.Redact(cfg.Store), "admin", redact.Redact(cfg.Admin.Listen), "pid", os.Getpid())
 	status := func() string { return statusLine(sched.Summary()) }
@@ -224,6 +228,27 @@ func monotonicUsec() int64 {
 type redactedError struct {
 	msg string
 	err error
+}
+
+// startupGC makes the collector run less often until the returned func is
+// called (once; later calls do nothing). Start-up allocates the config's
+// YAML node tree and every source's stored state, most of it garbage once
+// the daemon runs: with 100,000 sources the default setting collects many
+// times over a heap that only grows. A GOGC set higher, or off, is kept.
+func startupGC() (restore func()) {
+	const startupPercent = 400
+	prev := debug.SetGCPercent(startupPercent)
+	if prev < 0 || prev >= startupPercent {
+		debug.SetGCPercent(prev)
+		return func() {}
+	}
+	done := false
+	return func() {
+		if !done {
+			done = true
+			debug.SetGCPercent(prev)
+		}
+	}
 }
 
 func (e redactedError) Error() string { return e.msg }

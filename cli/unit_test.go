@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,45 @@ func TestServiceUnit(t *testing.T) {
 	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// gcPercent reads the collector's setting without changing it.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// startupGC raises the collector's target during start-up and restores the
+// setting once; a higher setting or GOGC=off is left alone.
+func TestStartupGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+
+	restore := startupGC()
+	if got := gcPercent(); got != 400 {
+		t.Errorf("during start-up GC percent = %d, want 400", got)
+	}
+	restore()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("after start-up GC percent = %d, want 100 restored", got)
+	}
+	debug.SetGCPercent(50)
+	restore() // a second call does nothing
+	if got := gcPercent(); got != 50 {
+		t.Errorf("a second restore changed GC percent to %d", got)
+	}
+
+	for _, keep := range []int{-1, 800} {
+		debug.SetGCPercent(keep)
+		r := startupGC()
+		if got := gcPercent(); got != keep {
+			t.Errorf("with GC percent %d set, start-up changed it to %d", keep, got)
+		}
+		r()
+		if got := gcPercent(); got != keep {
+			t.Errorf("with GC percent %d set, restore changed it to %d", keep, got)
+		}
 	}
 }
