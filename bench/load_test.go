@@ -14,11 +14,9 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,32 +26,6 @@ import (
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
-		return d
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // slowServer is the loopback upstream: every request is held 10 ms. It
 // counts completed requests, requests in flight (and their peak) and its
@@ -96,14 +68,6 @@ func newSlowServer(b *testing.B, hold time.Duration) *slowServer {
 	return s
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // fds is this process's descriptor count less the server's connections.
 func (s *slowServer) fds() int { return OpenFDs("self") - int(s.conns.Load()) }
 
@@ -129,15 +93,15 @@ func (s *slowServer) measure(baseFDs int, warm, window time.Duration) phase {
 	ResetPeakRSS()
 	s.peak.Store(s.inflight.Load())
 	p := phase{baseFDs: baseFDs}
-	n0, t0, c0 := s.served.Load(), time.Now(), cpuTime()
+	n0, t0, c0 := s.served.Load(), time.Now(), CPUTime()
 	for time.Since(t0) < window {
 		p.peakFDs = max(p.peakFDs, s.fds())
 		time.Sleep(5 * time.Millisecond)
 	}
 	served, elapsed := s.served.Load()-n0, time.Since(t0)
 	p.rps = float64(served) / elapsed.Seconds()
-	p.cpu = float64(cpuTime()-c0) / float64(elapsed)
-	p.cpuPerReq = float64(cpuTime()-c0) / 1e3 / float64(max(served, 1))
+	p.cpu = float64(CPUTime()-c0) / float64(elapsed)
+	p.cpuPerReq = float64(CPUTime()-c0) / 1e3 / float64(max(served, 1))
 	p.peakIn = s.peak.Load()
 	p.hwmKiB = StatusKiB("self", "VmHWM")
 	return p
@@ -392,8 +356,8 @@ func gather(b *testing.B, reg *prometheus.Registry) (lag hist, skipped float64) 
 // PACER_BENCH_WINDOW (default 5s) and PACER_BENCH_ROUNDS (default 3).
 func BenchmarkLoad(b *testing.B) {
 	const hold = 10 * time.Millisecond
-	window := envDuration("PACER_BENCH_WINDOW", 5*time.Second)
-	rounds := envInt("PACER_BENCH_ROUNDS", 3)
+	window := EnvDuration("PACER_BENCH_WINDOW", 5*time.Second)
+	rounds := EnvInt("PACER_BENCH_ROUNDS", 3)
 	const warm = 1500 * time.Millisecond
 	type tc struct {
 		k, n int
@@ -445,28 +409,28 @@ func BenchmarkLoad(b *testing.B) {
 				}
 			}
 			if unsaturated {
-				b.ReportMetric(median(ratios), "pacer/demand")
+				b.ReportMetric(Median(ratios), "pacer/demand")
 			} else {
-				b.ReportMetric(median(ratios), "pacer/bare")
+				b.ReportMetric(Median(ratios), "pacer/bare")
 			}
-			b.ReportMetric(median(pacer), "pacer-req/s")
-			b.ReportMetric(median(bare), "bare-req/s")
+			b.ReportMetric(Median(pacer), "pacer-req/s")
+			b.ReportMetric(Median(bare), "bare-req/s")
 			b.ReportMetric(slices.Max(peakIn), "peak-inflight")
 			b.ReportMetric(slices.Max(peakFDs), "peak-fds")
 			b.ReportMetric(slices.Max(barePeakFDs), "bare-peak-fds")
-			b.ReportMetric(median(baseFDs), "base-fds")
-			b.ReportMetric(slices.Max(peakFDs)-median(baseFDs), "peak-fds-over-base")
-			b.ReportMetric(median(pacerHWM), "pacer-HWM-MiB")
-			b.ReportMetric(median(bareHWM), "bare-HWM-MiB")
-			b.ReportMetric(median(cpuP), "pacer-cores")
-			b.ReportMetric(median(cpuReqP), "pacer-cpu-us/req")
+			b.ReportMetric(Median(baseFDs), "base-fds")
+			b.ReportMetric(slices.Max(peakFDs)-Median(baseFDs), "peak-fds-over-base")
+			b.ReportMetric(Median(pacerHWM), "pacer-HWM-MiB")
+			b.ReportMetric(Median(bareHWM), "bare-HWM-MiB")
+			b.ReportMetric(Median(cpuP), "pacer-cores")
+			b.ReportMetric(Median(cpuReqP), "pacer-cpu-us/req")
 			if !unsaturated {
-				b.ReportMetric(median(cpuB), "bare-cores")
-				b.ReportMetric(median(cpuReqB), "bare-cpu-us/req")
-				b.ReportMetric(median(cpuRatio), "cpu/req-pacer/bare")
+				b.ReportMetric(Median(cpuB), "bare-cores")
+				b.ReportMetric(Median(cpuReqB), "bare-cpu-us/req")
+				b.ReportMetric(Median(cpuRatio), "cpu/req-pacer/bare")
 			}
-			b.ReportMetric(median(lag50), "lag-p50-ms")
-			b.ReportMetric(median(lag99), "lag-p99-ms")
+			b.ReportMetric(Median(lag50), "lag-p50-ms")
+			b.ReportMetric(Median(lag99), "lag-p99-ms")
 		})
 	}
 }

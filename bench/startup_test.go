@@ -116,7 +116,7 @@ func (d *daemonRun) stop(b *testing.B) {
 //	go test ./bench -run '^$' -bench BenchmarkStartup -benchtime=1x -timeout 30m
 func BenchmarkStartup(b *testing.B) {
 	const n, conc = 100_000, 64
-	rounds := envInt("PACER_BENCH_ROUNDS", 3)
+	rounds := EnvInt("PACER_BENCH_ROUNDS", 3)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	}))
@@ -160,11 +160,11 @@ func BenchmarkStartup(b *testing.B) {
 		b.Logf("round %d: 100k sources ready in %v (descriptors %d, HWM %.0f MiB); 1 source ready in %v",
 			r+1, d.ready.Round(time.Millisecond), d.fds, float64(d.hwm)/1024, s.ready.Round(time.Millisecond))
 	}
-	b.ReportMetric(median(big), "ready-s")
-	b.ReportMetric(median(small), "baseline-ready-s")
-	b.ReportMetric(median(ratio), "ready/baseline")
-	b.ReportMetric(median(fds), "daemon-peak-fds")
-	b.ReportMetric(median(hwm), "daemon-HWM-MiB")
+	b.ReportMetric(Median(big), "ready-s")
+	b.ReportMetric(Median(small), "baseline-ready-s")
+	b.ReportMetric(Median(ratio), "ready/baseline")
+	b.ReportMetric(Median(fds), "daemon-peak-fds")
+	b.ReportMetric(Median(hwm), "daemon-HWM-MiB")
 }
 
 // BenchmarkStartupStages times, in this process, the stages of the
@@ -178,7 +178,7 @@ func BenchmarkStartup(b *testing.B) {
 //	go test ./bench -run '^$' -bench BenchmarkStartupStages -benchtime=1x
 func BenchmarkStartupStages(b *testing.B) {
 	const n, conc = 100_000, 64
-	rounds := envInt("PACER_BENCH_ROUNDS", 3)
+	rounds := EnvInt("PACER_BENCH_ROUNDS", 3)
 	dir := b.TempDir()
 	// Sources point at a closed port: nothing polls within a start anyway
 	// ("@every 1m" phases put the first polls up to a minute later, and
@@ -240,6 +240,6 @@ func BenchmarkStartupStages(b *testing.B) {
 		_ = lock.Release()
 	}
 	for _, name := range order {
-		b.ReportMetric(median(stages[name]), name+"-s")
+		b.ReportMetric(Median(stages[name]), name+"-s")
 	}
 }

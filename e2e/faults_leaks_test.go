@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/bench"
 )
 
 // No leaks under faults: a daemon polls sources that fail, hang, throttle,
@@ -97,7 +99,7 @@ sources:
 		for time.Now().Before(deadline) && faultInboundConns(pid) > 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
-		fds = faultCountFDs(pid)
+		fds = bench.OpenFDs(strconv.Itoa(pid))
 		resp, err := mc.Get("http://" + in.addr + "/metrics")
 		if err != nil {
 			return fds, 0, err

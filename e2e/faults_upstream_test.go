@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/bench"
 )
 
 // faultMode is how the fault-injecting upstream answers a request. A path's
@@ -363,37 +363,11 @@ func faultSpawn(in *inst) *daemon {
 // may run in another goroutine); err is set when the process could not run.
 func faultCLI(in *inst, timeout time.Duration, args ...string) (cliResult, error) {
 	full := append([]string{args[0], "-config", in.cfgPath}, args[1:]...)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pacerBin, full...)
-	cmd.Dir = in.cwd
-	cmd.Env = baseEnv(in.env)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := cliResult{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		return r, err
-	}
-	if ctx.Err() != nil {
-		return r, fmt.Errorf("pacer %v did not finish within %s", args, timeout)
-	}
-	return r, nil
-}
-
-// faultCountFDs is the number of open descriptors of pid (-1 if it is gone).
-func faultCountFDs(pid int) int {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	r, err := execPacer(in.cwd, baseEnv(in.env), timeout, full...)
 	if err != nil {
-		return -1
+		err = fmt.Errorf("pacer %v: %w", args, err)
 	}
-	return len(ents)
+	return r, err
 }
 
 // faultFDKinds summarises the open descriptors of pid by kind (socket, pipe,
@@ -460,7 +434,7 @@ func faultSampleFDs(pid int, every time.Duration) *faultFDSampler {
 			s.mu.Unlock()
 			n := -1
 			if !held {
-				n = faultCountFDs(pid)
+				n = bench.OpenFDs(strconv.Itoa(pid))
 			}
 			if n >= 0 {
 				s.mu.Lock()

@@ -298,7 +298,18 @@ func (r cliResult) String() string {
 // runPacer runs the binary with args in dir and env (see baseEnv).
 func runPacer(t testing.TB, dir string, env []string, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	r, err := execPacer(dir, env, 30*time.Second, args...)
+	if err != nil {
+		t.Fatalf("pacer %v: %v\n%s", args, err, r)
+	}
+	return r
+}
+
+// execPacer runs the binary with args in dir and env, for at most timeout.
+// err is set when the process could not run or did not finish in time; an
+// exit status other than 0 is in the result, not an error.
+func execPacer(dir string, env []string, timeout time.Duration, args ...string) (cliResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pacerBin, args...)
 	cmd.Dir = dir
@@ -314,12 +325,12 @@ func runPacer(t testing.TB, dir string, env []string, args ...string) cliResult 
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	default:
-		t.Fatalf("pacer %v: %v", args, err)
+		return r, err
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("pacer %v did not finish within 30s: %s", args, r)
+		return r, fmt.Errorf("did not finish within %s", timeout)
 	}
-	return r
+	return r, nil
 }
 
 // cli runs "pacer CMD -config FILE ARGS..." for this installation.

@@ -25,10 +25,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,44 +34,26 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/robfig/cron/v3"
 
+	"github.com/pacer-dev/pacer/bench"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // benchWindow is the measuring window of the CPU benchmarks.
-func benchWindow() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("PACER_BENCH_WINDOW")); err == nil && d > 0 {
-		return d
-	}
-	return 8 * time.Second
-}
+func benchWindow() time.Duration { return bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second) }
 
 // benchRounds is the number of interleaved rounds (pacer, baseline) of the
 // comparative benchmarks; the reported figures are their medians.
-func benchRounds() int {
-	if n, err := strconv.Atoi(os.Getenv("PACER_BENCH_ROUNDS")); err == nil && n > 0 {
-		return n
-	}
-	return 3
-}
-
-// cpuNow returns the process's user+system CPU time (every thread).
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func benchRounds() int { return bench.EnvInt("PACER_BENCH_ROUNDS", 3) }
 
 // cpuShare measures the CPU used by the whole process during window of
 // real time, as a fraction of one core.
 func cpuShare(window time.Duration) float64 {
 	runtime.GC() // garbage of the set-up is not the measured activity's
-	c0, t0 := cpuNow(), time.Now()
+	c0, t0 := bench.CPUTime(), time.Now()
 	time.Sleep(window)
-	c1, t1 := cpuNow(), time.Now()
+	c1, t1 := bench.CPUTime(), time.Now()
 	return float64(c1-c0) / float64(t1.Sub(t0))
 }
 
@@ -98,29 +78,6 @@ func profileWindow(b *testing.B, name string) func() {
 			b.Error(err)
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// percentile returns the q-quantile (0..1) of ds by nearest rank.
-func percentile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
 }
 
 // benchConfig writes a config of n http sources on schedule (in the
@@ -374,7 +331,7 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 				slags := spreadRec.stop()
 				<-cs.Stop().Done()
 				spreadCPU = append(spreadCPU, crs)
-				spreadP99s = append(spreadP99s, float64(percentile(slags, 0.99))/1e6)
+				spreadP99s = append(spreadP99s, float64(bench.Percentile(slags, 0.99))/1e6)
 				storeCPU, schedCPU = append(storeCPU, storeShare), append(schedCPU, p-storeShare)
 
 				c := startCron(b, n, cronRec)
@@ -385,28 +342,28 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 				stopProf()
 				clags := cronRec.stop()
 				<-c.Stop().Done()
-				cronP99s = append(cronP99s, float64(percentile(clags, 0.99))/1e6)
+				cronP99s = append(cronP99s, float64(bench.Percentile(clags, 0.99))/1e6)
 
 				pacerCPU, cronCPU, ratios = append(pacerCPU, p), append(cronCPU, cr), append(ratios, p/cr)
-				p50s = append(p50s, float64(percentile(lags, 0.50))/1e6)
-				p99s = append(p99s, float64(percentile(lags, 0.99))/1e6)
-				maxs = append(maxs, float64(percentile(lags, 1))/1e6)
+				p50s = append(p50s, float64(bench.Percentile(lags, 0.50))/1e6)
+				p99s = append(p99s, float64(bench.Percentile(lags, 0.99))/1e6)
+				maxs = append(maxs, float64(bench.Percentile(lags, 1))/1e6)
 				b.Logf("round %d: pacer %.3f%% of a core (%d polls; store %.3f%%, the rest %.3f%%), cron %.3f%% (p99 lag %.2fms), cron on pacer's spread schedules %.3f%% (p99 lag %.2fms); pacer/cron %.3f, pacer/cron-spread %.3f; lag p50 %.2fms p99 %.2fms max %.2fms",
 					r+1, 100*p, len(lags), 100*storeShare, 100*(p-storeShare), 100*cr, cronP99s[r], 100*crs, spreadP99s[r],
 					p/cr, p/crs, p50s[r], p99s[r], maxs[r])
 			}
-			b.ReportMetric(100*median(pacerCPU), "pacer-cpu%")
-			b.ReportMetric(100*median(cronCPU), "cron-cpu%")
-			b.ReportMetric(100*median(spreadCPU), "cron-spread-cpu%")
-			b.ReportMetric(median(spreadP99s), "cron-spread-lag-p99-ms")
-			b.ReportMetric(100*median(storeCPU), "pacer-store-cpu%")
-			b.ReportMetric(100*median(schedCPU), "pacer-sched-cpu%")
-			b.ReportMetric(median(divide(pacerCPU, spreadCPU)), "pacer/cron-spread")
-			b.ReportMetric(median(ratios), "pacer/cron")
-			b.ReportMetric(median(p50s), "lag-p50-ms")
-			b.ReportMetric(median(p99s), "lag-p99-ms")
-			b.ReportMetric(median(maxs), "lag-max-ms")
-			b.ReportMetric(median(cronP99s), "cron-lag-p99-ms")
+			b.ReportMetric(100*bench.Median(pacerCPU), "pacer-cpu%")
+			b.ReportMetric(100*bench.Median(cronCPU), "cron-cpu%")
+			b.ReportMetric(100*bench.Median(spreadCPU), "cron-spread-cpu%")
+			b.ReportMetric(bench.Median(spreadP99s), "cron-spread-lag-p99-ms")
+			b.ReportMetric(100*bench.Median(storeCPU), "pacer-store-cpu%")
+			b.ReportMetric(100*bench.Median(schedCPU), "pacer-sched-cpu%")
+			b.ReportMetric(bench.Median(divide(pacerCPU, spreadCPU)), "pacer/cron-spread")
+			b.ReportMetric(bench.Median(ratios), "pacer/cron")
+			b.ReportMetric(bench.Median(p50s), "lag-p50-ms")
+			b.ReportMetric(bench.Median(p99s), "lag-p99-ms")
+			b.ReportMetric(bench.Median(maxs), "lag-max-ms")
+			b.ReportMetric(bench.Median(cronP99s), "cron-lag-p99-ms")
 			b.ReportMetric(float64(polls)/float64(rounds)/window.Seconds(), "polls/s")
 		})
 	}
@@ -625,7 +582,7 @@ func BenchmarkHeapPerSource(b *testing.B) {
 			h := startBench(b, dir, cfg, nil)
 			h.settle(time.Minute)
 			after := heap()
-			fds := countFDs()
+			fds := bench.OpenFDs("self")
 			if profDir != "" {
 				f, err := os.Create(filepath.Join(profDir, fmt.Sprintf("heap-n%d.pprof", n)))
 				if err != nil {
@@ -647,14 +604,6 @@ func BenchmarkHeapPerSource(b *testing.B) {
 				n, per(after-before), per(withConfig-before), per(after-withConfig), fds)
 		})
 	}
-}
-
-func countFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
 }
 
 // BenchmarkFlusherSustained drives the daemon's flusher (its 50 ms
@@ -775,7 +724,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 				// Open-loop producer: every millisecond, the submissions due.
 				start := time.Now()
 				next, sent := 0, 0
-				c0 := cpuNow()
+				c0 := bench.CPUTime()
 				for time.Since(start) < window {
 					due := int(float64(rate) * time.Since(start).Seconds())
 					for ; sent < due; sent++ {
@@ -799,7 +748,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 					time.Sleep(time.Millisecond)
 				}
 				elapsed := time.Since(start)
-				cpu := float64(cpuNow()-c0) / float64(elapsed)
+				cpu := float64(bench.CPUTime()-c0) / float64(elapsed)
 				cancel() // the commit in progress, if any, is abandoned
 				<-done
 				mu.Lock()
@@ -811,23 +760,23 @@ func BenchmarkFlusherSustained(b *testing.B) {
 				}
 				offered = append(offered, float64(sent)/elapsed.Seconds())
 				achieved = append(achieved, float64(committed)/elapsed.Seconds())
-				p50 = append(p50, float64(percentile(lats, 0.50))/1e6)
-				p99 = append(p99, float64(percentile(lats, 0.99))/1e6)
-				pmax = append(pmax, float64(percentile(lats, 1))/1e6)
+				p50 = append(p50, float64(bench.Percentile(lats, 0.50))/1e6)
+				p99 = append(p99, float64(bench.Percentile(lats, 0.99))/1e6)
+				pmax = append(pmax, float64(bench.Percentile(lats, 1))/1e6)
 				cpus = append(cpus, cpu)
 				mu.Unlock()
 				caps = append(caps, capacity(c.records))
 				b.Logf("rate %d: offered %.0f/s, committed %.0f/s, latency p50 %.1fms p99 %.1fms max %.1fms, cpu %.0f%%; store capacity %.0f states/s",
 					rate, offered[len(offered)-1], achieved[len(achieved)-1], p50[len(p50)-1], p99[len(p99)-1], pmax[len(pmax)-1], 100*cpu, caps[len(caps)-1])
 			}
-			b.ReportMetric(median(offered), "offered/s")
-			b.ReportMetric(median(achieved), "committed/s")
-			b.ReportMetric(median(achieved)/median(caps), "committed/capacity")
-			b.ReportMetric(median(caps), "capacity/s")
-			b.ReportMetric(median(p50), "lat-p50-ms")
-			b.ReportMetric(median(p99), "lat-p99-ms")
-			b.ReportMetric(median(pmax), "lat-max-ms")
-			b.ReportMetric(100*median(cpus), "cpu%")
+			b.ReportMetric(bench.Median(offered), "offered/s")
+			b.ReportMetric(bench.Median(achieved), "committed/s")
+			b.ReportMetric(bench.Median(achieved)/bench.Median(caps), "committed/capacity")
+			b.ReportMetric(bench.Median(caps), "capacity/s")
+			b.ReportMetric(bench.Median(p50), "lat-p50-ms")
+			b.ReportMetric(bench.Median(p99), "lat-p99-ms")
+			b.ReportMetric(bench.Median(pmax), "lat-max-ms")
+			b.ReportMetric(100*bench.Median(cpus), "cpu%")
 		})
 	}
 }

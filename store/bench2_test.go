@@ -21,50 +21,14 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/bench"
 	"github.com/pacer-dev/pacer/store"
 )
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
-		return d
-	}
-	return def
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // healthyState is what the daemon writes after a successful poll: a
 // fingerprint, three times, no error.
@@ -253,7 +217,7 @@ func BenchmarkCommitRate(b *testing.B) {
 		if withRecords {
 			recs = make([]store.PollRecord, batch)
 		}
-		c0 := cpuTime()
+		c0 := bench.CPUTime()
 		for b.Loop() {
 			now := time.Now()
 			for i := range batch {
@@ -273,7 +237,7 @@ func BenchmarkCommitRate(b *testing.B) {
 		// CPU per state (the whole process: the writer is all that runs);
 		// the rest of ns/state is waiting, mostly for the disk (fsync of
 		// checkpoints).
-		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N*batch), "cpu-ns/state")
+		b.ReportMetric(float64(bench.CPUTime()-c0)/float64(b.N*batch), "cpu-ns/state")
 	}
 	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
 		return s.SaveBatch(context.Background(), states, recs, keep)
@@ -352,9 +316,9 @@ func BenchmarkCommitRate(b *testing.B) {
 func BenchmarkStoreMinuteLoad(b *testing.B) {
 	const nsrc, keep = 100_000, 100
 	const tick = 50 * time.Millisecond
-	window := envDuration("PACER_BENCH_WINDOW", 8*time.Second)
-	rounds := envInt("PACER_BENCH_ROUNDS", 3)
-	s := openPopulated(b, nsrc, envInt("PACER_BENCH_HISTORY", 10))
+	window := bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second)
+	rounds := bench.EnvInt("PACER_BENCH_ROUNDS", 3)
+	s := openPopulated(b, nsrc, bench.EnvInt("PACER_BENCH_HISTORY", 10))
 	w := bare(b, s)
 	w.spent = map[string]time.Duration{}
 	names := make([]string, nsrc)
@@ -376,14 +340,14 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	next := 0
 	// seq numbers each source's records as the daemon does
 	// (SourceState.HistorySeq), after the populated ones.
-	depth := envInt("PACER_BENCH_HISTORY", 10)
+	depth := bench.EnvInt("PACER_BENCH_HISTORY", 10)
 	seq := make(map[string]int64, nsrc)
 	for _, name := range names {
 		seq[name] = int64(depth)
 	}
 	replay := func(order []string, save func([]store.SourceState, []store.PollRecord) error) (float64, float64) {
 		start := time.Now()
-		c0 := cpuTime()
+		c0 := bench.CPUTime()
 		sent := 0
 		var commits []time.Duration
 		for k := 1; time.Since(start) < window; k++ {
@@ -406,7 +370,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 			}
 			commits = append(commits, time.Since(t))
 		}
-		cpu := float64(cpuTime()-c0) / float64(time.Since(start))
+		cpu := float64(bench.CPUTime()-c0) / float64(time.Since(start))
 		slices.Sort(commits)
 		return cpu, float64(commits[len(commits)*99/100]) / 1e6
 	}
@@ -462,10 +426,10 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		res["ratio"] = append(res["ratio"], res["daemon-cpu%"][r]/res["bare-cpu%"][r])
 	}
 	for _, kind := range kinds {
-		b.ReportMetric(medianOf(res[kind+"-cpu%"]), kind+"-cpu%")
+		b.ReportMetric(bench.Median(res[kind+"-cpu%"]), kind+"-cpu%")
 	}
-	b.ReportMetric(medianOf(res["ratio"]), "daemon/bare")
-	b.ReportMetric(medianOf(res["daemon-p99ms"]), "commit-p99-ms")
+	b.ReportMetric(bench.Median(res["ratio"]), "daemon/bare")
+	b.ReportMetric(bench.Median(res["daemon-p99ms"]), "commit-p99-ms")
 }
 
 // BenchmarkLoadStates measures LoadStates at 100,000 stored sources (the
