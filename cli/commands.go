@@ -49,8 +49,17 @@ func cmdStatus(args []string, env Env) (err error) {
 		return err
 	}
 	defer st.Close()
-	states, err := st.LoadStates(context.Background())
-	if err != nil {
+	var states []store.SourceState
+	if only != nil {
+		// One source: one row, not the whole table.
+		s, found, err := st.GetState(context.Background(), only.Name)
+		if err != nil {
+			return err
+		}
+		if found {
+			states = append(states, s)
+		}
+	} else if states, err = st.LoadStates(context.Background()); err != nil {
 		return err
 	}
 	byName := make(map[string]store.SourceState, len(states))

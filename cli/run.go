@@ -44,12 +44,9 @@ func cmdRun(args []string, env Env) (err error) {
 	log := newLogger(cfg.Log, env)
 	redact := cfg.Redactor()
 	// From here on an error may quote an expanded ${VAR} value (the store
-	// path, the listen address): rule 3.12 masks it.
-	defer func() {
-		if err != nil {
-			err = redactedError{msg: redact.Redact(err.Error()), err: err}
-		}
-	}()
+	// path, the listen address): rule 3.12 masks it, with the secrets of
+	// the config in force (f.cfg, which a reload replaces).
+	defer f.redact(&err)
 
 	if lock == nil {
 		if lock, err = store.AcquireLock(cfg.Store); err != nil {
@@ -89,6 +86,7 @@ func cmdRun(args []string, env Env) (err error) {
 		if err != nil {
 			return fmt.Errorf("admin.listen: %w", err)
 		}
+		defer ln.Close() // Serve closes it too; this covers a failed start
 		srv = &http.Server{
 			Handler:           admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}),
 			ReadHeaderTimeout: 5 * time.Second,
@@ -133,7 +131,7 @@ func cmdRun(args []string, env Env) (err error) {
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
-			reload(f, env, log, sched)
+			cfg = reload(f, env, log, sched, cfg)
 			sdNotify("READY=1\nSTATUS=" + status())
 			continue
 		}
@@ -155,10 +153,15 @@ func cmdRun(args []string, env Env) (err error) {
 }
 
 // reload re-reads the config; an invalid one is rejected with each problem
-// logged, and the old one stays in force (rule 3.11).
-func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler) {
+// logged, and the old one stays in force (rule 3.11). It returns the config
+// in force afterwards (also in f.cfg, which masks the daemon's errors).
+func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur *config.Config) *config.Config {
 	cfg, err := f.load(env)
-	if err != nil {
+	if err == nil {
+		if err = sched.Reload(context.Background(), cfg); err != nil {
+			log.Error("reload failed; old config stays in force", "err", err)
+		}
+	} else {
 		var ps config.Problems
 		if errors.As(err, &ps) {
 			for _, p := range ps {
@@ -167,11 +170,12 @@ func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler) {
 		} else {
 			log.Error("reload rejected", "err", err)
 		}
-		return
 	}
-	if err := sched.Reload(context.Background(), cfg); err != nil {
-		log.Error("reload failed; old config stays in force", "err", err)
+	if err != nil {
+		f.cfg = cur
+		return cur
 	}
+	return cfg
 }
 
 func newLogger(c config.Log, env Env) *slog.Logger {

@@ -673,7 +673,6 @@ func (l *loader) config(root *yaml.Node) *Config {
 		History:         History{Keep: DefaultHistoryKeep},
 		Limits:          map[string]Limit{},
 	}
-	storeSet := false
 	var defaultsNode, limitsNode, sourcesNode *yaml.Node
 	if root != nil && !isNull(root) && deref(root).Kind != yaml.MappingNode {
 		l.addfAt(l.file, "expected a mapping at the top level, got %s", describe(root))
@@ -687,7 +686,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 				if strings.TrimSpace(v) == "" {
 					l.addfAt("store", "must not be empty")
 				} else {
-					cfg.Store, storeSet = v, true
+					cfg.Store = v
 				}
 			}
 		case "concurrency":
@@ -724,7 +723,14 @@ func (l *loader) config(root *yaml.Node) *Config {
 			l.addf(path{}.key(p.key), "unknown key")
 		}
 	}
-	if !storeSet || !(strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://")) {
+	if isPostgresURL(cfg.Store) {
+		// A password written in the URL itself is a secret too.
+		if u, err := url.Parse(cfg.Store); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				l.secret(pw)
+			}
+		}
+	} else {
 		cfg.Store = l.resolve(cfg.Store)
 	}
 	base := l.defaults(defaultsNode)
@@ -1453,4 +1459,11 @@ func (l *loader) lookPath(name string) lookResult {
 		}
 	}
 	return lookResult{emptyPATH: pathEnv == ""}
+}
+
+// isPostgresURL reports whether a store setting names a PostgreSQL server
+// rather than a SQLite file (the scheme in any case, as PostgreSQL reads it).
+func isPostgresURL(store string) bool {
+	l := strings.ToLower(store)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }

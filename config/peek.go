@@ -50,8 +50,7 @@ func PeekStore(path string) (store string, ok bool) {
 		return "", false
 	}
 	s := *v.Store
-	l := strings.ToLower(s)
-	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://") {
+	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || isPostgresURL(s) {
 		return "", false
 	}
 	if filepath.IsAbs(s) {

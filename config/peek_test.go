@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,25 @@ func TestPeekStore(t *testing.T) {
 	}
 	if _, ok := PeekStore(filepath.Join(dir, "missing.yaml")); ok {
 		t.Error("PeekStore of a missing file is ok")
+	}
+}
+
+// A password written in a PostgreSQL store URL is a secret: it is masked
+// like a ${VAR} value or a header.
+func TestStorePasswordIsSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.yaml")
+	yaml := "store: POSTGRES://pacer:s3cr3t-pw@db.example/pacer\nsources:\n  - {name: a, type: http, url: \"http://127.0.0.1:1/\", schedule: \"@every 1m\"}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store != "POSTGRES://pacer:s3cr3t-pw@db.example/pacer" {
+		t.Errorf("Store = %q; a PostgreSQL URL is kept as written, not resolved as a path", cfg.Store)
+	}
+	if got := cfg.Redactor().Redact("open store " + cfg.Store); strings.Contains(got, "s3cr3t-pw") {
+		t.Errorf("the store password is not masked: %s", got)
 	}
 }

@@ -645,12 +645,12 @@ func (s *Scheduler) run(j *job) {
 	if !errors.Is(err, breaker.ErrOpen) {
 		s.m.duration.Observe(end.Sub(start).Seconds())
 	}
-	s.finish(j, brk, res, err, start, end)
+	s.finish(j, src, brk, res, err, start, end)
 }
 
 // finish applies a poll's outcome to its source's state, persists it and
 // schedules the next poll.
-func (s *Scheduler) finish(j *job, brk *breaker.Breaker, res sources.Result, err error, start, end time.Time) {
+func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res sources.Result, err error, start, end time.Time) {
 	e := j.e
 	o := outcome{start: start, end: end, brk: breaker.Snapshot{State: breaker.Closed}, jitter: rand.Float64(), retryAfter: res.RetryAfter}
 	if brk != nil {
@@ -696,7 +696,9 @@ func (s *Scheduler) finish(j *job, brk *breaker.Breaker, res sources.Result, err
 	if res.StatusCode > 0 {
 		rec.StatusCode = &res.StatusCode
 	}
-	if e.src.Type == "exec" && res.ExitCode >= 0 {
+	// src is the configuration the poll ran with: e.src may change under
+	// mu (reload) and is not read here.
+	if src.Type == "exec" && res.ExitCode >= 0 {
 		rec.ExitCode = &res.ExitCode
 	}
 
