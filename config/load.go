@@ -779,6 +779,20 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			l.addf(kp, "unknown key")
 		}
 	}
+	if a.Listen != "" && a.TokenFile == "" && !isLoopback(a.Listen) {
+		l.addf(at("admin").key("listen"), "%s is not a loopback address; set admin.token_file to expose the API", a.Listen)
+	}
+}
+
+// isLoopback reports whether the host of a host:port address is localhost
+// or a loopback IP; an address that does not parse is reported elsewhere.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (l *loader) log(n *yaml.Node, lg *Log) {

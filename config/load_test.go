@@ -157,7 +157,7 @@ func TestAdminListenAbsentVersusEmpty(t *testing.T) {
 	if c := mustLoad(t, "admin: {listen: \"\"}\n", nil); c.Admin.Listen != "" {
 		t.Errorf("empty listen = %q, want disabled", c.Admin.Listen)
 	}
-	if c := mustLoad(t, "admin: {listen: \":8080\"}\n", nil); c.Admin.Listen != ":8080" {
+	if c := mustLoad(t, "admin: {listen: \"localhost:8080\"}\n", nil); c.Admin.Listen != "localhost:8080" {
 		t.Errorf("listen = %q", c.Admin.Listen)
 	}
 }
@@ -638,5 +638,21 @@ func TestNoPanicOnOddInput(t *testing.T) {
 	}
 	for _, in := range inputs {
 		_, _ = loadIn(t, t.TempDir(), in, nil)
+	}
+}
+
+// A non-loopback admin.listen without admin.token_file is a problem that
+// validate reports, like any other (section 1), not only a refusal of run.
+func TestAdminNonLoopbackNeedsToken(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:9090", ":9090", "[::]:9090", "example.invalid:9090"} {
+		ps := mustFail(t, "admin: {listen: \""+listen+"\"}\n", nil)
+		if !strings.Contains(ps.Error(), "admin.listen: "+listen+" is not a loopback address") {
+			t.Errorf("listen %s without a token: %v", listen, ps)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:9090", "[::1]:9090", "localhost:9090"} {
+		if c := mustLoad(t, "admin: {listen: \""+listen+"\"}\n", nil); c.Admin.Listen != listen {
+			t.Errorf("loopback listen %s: got %q", listen, c.Admin.Listen)
+		}
 	}
 }
