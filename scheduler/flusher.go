@@ -216,10 +216,13 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	var trim []string
 	every := trimEvery(f.keep())
 	pendingRecords := make(map[string][]store.PollRecord, len(names))
-	take := func(name string) {
+	// Records come with a state (submit sets both), so taking the records
+	// of the states taken leaves none behind.
+	for _, name := range names {
+		delete(f.states, name)
 		rs, ok := f.records[name]
 		if !ok {
-			return
+			continue
 		}
 		records = append(records, rs...)
 		if n, seen := f.untrimmed[name]; !seen || n+len(rs) >= every {
@@ -227,17 +230,6 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		}
 		pendingRecords[name] = rs
 		delete(f.records, name)
-	}
-	for _, name := range names {
-		delete(f.states, name)
-		take(name)
-	}
-	if len(names) < maxBatch {
-		// Records whose state was committed already (none, as submit sets
-		// both; kept for safety).
-		for name := range f.records {
-			take(name)
-		}
 	}
 	more = len(f.states) > 0
 	f.flying = pendingRecords

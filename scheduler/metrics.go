@@ -2,16 +2,16 @@ package scheduler
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/store"
 )
 
-// Poll outcomes counted by pacer_polls_total.
+// Outcomes counted by pacer_polls_total besides those of a poll record
+// (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
+// OutcomeInterrupted), which finish counts under their own names.
 const (
-	countSuccess     = "success"
-	countFailure     = "failure"
-	countThrottled   = "throttled"
-	countRejected    = "rejected"
-	countSkipped     = "skipped"
-	countInterrupted = "interrupted"
+	countRejected = "rejected"
+	countSkipped  = "skipped"
 )
 
 // metrics are the scheduler's Prometheus collectors (contract section 6).
@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
 			Name: "pacer_store_commit_seconds", Help: "Duration of the flusher's commits of poll results, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 	}
-	for _, o := range []string{countSuccess, countFailure, countThrottled, countRejected, countSkipped, countInterrupted} {
+	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted} {
 		m.polls.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, sourcesCollector{s}} {

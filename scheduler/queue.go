@@ -121,9 +121,3 @@ func (q *fifo) pop(ctx context.Context) *job {
 		}
 	}
 }
-
-func (q *fifo) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items) - q.head
-}

@@ -21,11 +21,6 @@ const DefaultBusyTimeout = 5 * time.Second
 // CLI commands cannot stall the daemon's command loop.
 const MaxPendingCommands = 100
 
-// upsertChunk bounds the rows of one INSERT statement: 500 rows of the
-// widest table stay far below the bind-variable limits of SQLite (32766)
-// and PostgreSQL (65535).
-const upsertChunk = 500
-
 // Table names, pinned so that the hand-written SQL below cannot drift from
 // what gorm creates.
 const (
@@ -135,18 +130,6 @@ func normTimePtr(t *time.Time) *time.Time {
 	}
 	v := normTime(*t)
 	return &v
-}
-
-func (st *SourceState) normalize() {
-	st.NextRunAt = normTimePtr(st.NextRunAt)
-	st.LastRunAt = normTimePtr(st.LastRunAt)
-	st.LastSuccessAt = normTimePtr(st.LastSuccessAt)
-	st.BreakerUntil = normTimePtr(st.BreakerUntil)
-	st.UpdatedAt = normTime(st.UpdatedAt)
-}
-
-func (r *PollRecord) normalize() {
-	r.StartedAt = normTime(r.StartedAt)
 }
 
 func (c *Command) normalize() {

@@ -147,9 +147,11 @@ func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int
 	return nil
 }
 
-// stateArgs appends st's values in stateColumns order.
-func stateArgs(st *SourceState, dst []any) []any {
-	return append(dst, skey(st.Name), st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
+// stateArgs appends a row's key, then its state's values in stateColumns
+// order.
+func stateArgs(row *stateRow, dst []any) []any {
+	st := &row.st
+	return append(dst, row.key, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt))
@@ -231,7 +233,7 @@ func (s *Store) saveBatch(ctx context.Context, states []SourceState, records []P
 	return nil
 }
 
-func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []PollRecord, keep int, trim []string, trimRecorded bool) (err error) {
+func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollRecord, keep int, trim []string, trimRecorded bool) (err error) {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -280,9 +282,7 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 		newest[src] = max(newest[src], seq)
 	}
 	if err := execRows(ctx, tx, &s.w.records, len(records), func(i int, dst []any) []any {
-		r := records[i]
-		r.normalize()
-		return recordArgs(&r, seqs[i], dst)
+		return recordArgs(&records[i], seqs[i], dst)
 	}); err != nil {
 		return fmt.Errorf("insert records: %w", err)
 	}
@@ -318,31 +318,37 @@ func (s *Store) commitBatch(ctx context.Context, sts []SourceState, records []Po
 	return nil
 }
 
-// prepareStates copies states into their stored form, one per name (the
-// last one wins: PostgreSQL refuses an upsert that touches a row twice), in
-// the order of the table.
-func prepareStates(in []SourceState, ts time.Time) ([]SourceState, error) {
-	out := make([]SourceState, 0, len(in))
+// stateRow is a state with its row key (skey of its name), computed once.
+type stateRow struct {
+	key int64
+	st  SourceState
+}
+
+// prepareStates returns the rows to write, one per name (the last one wins:
+// PostgreSQL refuses an upsert that touches a row twice), in the order of
+// the table, with UpdatedAt set to ts. Times need no normalising: they are
+// stored as microseconds since the epoch, whatever their zone.
+func prepareStates(in []SourceState, ts time.Time) ([]stateRow, error) {
+	out := make([]stateRow, 0, len(in))
 	index := make(map[string]int, len(in))
 	for i := range in {
 		st := in[i]
 		if st.Name == "" {
 			return nil, fmt.Errorf("state #%d has no name", i)
 		}
-		st.normalize()
 		st.UpdatedAt = ts
 		if j, ok := index[st.Name]; ok {
-			out[j] = st
+			out[j].st = st
 			continue
 		}
 		index[st.Name] = len(out)
-		out = append(out, st)
+		out = append(out, stateRow{key: skey(st.Name), st: st})
 	}
-	slices.SortFunc(out, func(a, b SourceState) int {
-		if c := cmp.Compare(skey(a.Name), skey(b.Name)); c != 0 {
+	slices.SortFunc(out, func(a, b stateRow) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(a.st.Name, b.st.Name)
 	})
 	return out, nil
 }
