@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
@@ -91,20 +93,34 @@ func (s *Scheduler) Trigger(name string) error {
 }
 
 // mutate applies an operator's action to a source, logs the state change,
-// persists it and reschedules the source.
+// persists it and reschedules the source. It returns once the change is
+// committed (or after commitWait), so that the store shows it.
 func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
+	o, seq, err := s.mutateAsync(name, action, reason)
+	if err != nil {
+		return SourceObject{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	defer cancel()
+	s.flush.waitSaved(ctx, name, seq)
+	return o, nil
+}
+
+// mutateAsync is mutate without the wait: it returns the flusher's sequence
+// number of the change, for flusher.waitSaved.
+func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint64, error) {
 	s.mu.Lock()
 	e, err := s.entry(name)
 	if err != nil {
 		s.mu.Unlock()
-		return SourceObject{}, err
+		return SourceObject{}, 0, err
 	}
 	now := s.clock.Now()
 	prev := StateOf(&e.st, now)
 	st, err := applyAction(action, e.st, e.timing, reason, now)
 	if err != nil {
 		s.mu.Unlock()
-		return SourceObject{}, err
+		return SourceObject{}, 0, err
 	}
 	e.st = st
 	if action == ActionReset {
@@ -119,10 +135,7 @@ func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 	s.reschedule(e, now)
 	o, seq := View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
-	defer cancel()
-	s.flush.waitSaved(ctx, name, seq)
-	return o, nil
+	return o, seq, nil
 }
 
 // History returns up to n poll records of a source, newest first,
@@ -135,7 +148,7 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 		return nil, err
 	}
 	// A source never has more than history.keep records.
-	n = min(n, int(s.keep.Load()))
+	n = max(min(n, int(s.keep.Load())), 0)
 	out := s.flush.pendingRecords(name)
 	if len(out) >= n {
 		return out[:n], nil
@@ -144,17 +157,26 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", name, err)
 	}
-	// A commit may have landed between the two reads: records are numbered,
-	// so the stored ones already listed are skipped.
+	return mergeHistory(out, stored, n), nil
+}
+
+// mergeHistory returns the newest n of the records pending in the flusher
+// and those read from the store. Commits may land between the two reads
+// (even several, with newer records than those still pending): records are
+// numbered, so the union by number, newest first, is the history.
+func mergeHistory(pending, stored []store.PollRecord, n int) []store.PollRecord {
+	seen := make(map[int64]bool, len(pending))
+	out := slices.Clone(pending)
+	for _, r := range pending {
+		seen[r.Seq] = true
+	}
 	for _, r := range stored {
-		if len(out) == n {
-			break
-		}
-		if len(out) == 0 || r.Seq < out[len(out)-1].Seq {
+		if !seen[r.Seq] {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	slices.SortFunc(out, func(a, b store.PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
+	return out[:min(n, len(out))]
 }
 
 // Ready returns nil when the configuration is loaded and the store accepts
@@ -290,10 +312,23 @@ func (s *Scheduler) commands(ctx context.Context) {
 			}
 			continue
 		}
-		for _, c := range cmds {
-			err := s.Apply(c.Action, c.Source, c.Reason)
+		// Apply them all, then wait once for their commits: a CLI command
+		// is done when the store shows its effect.
+		errs := make([]error, len(cmds))
+		seqs := make([]uint64, len(cmds))
+		for i, c := range cmds {
+			seqs[i], errs[i] = s.applyAsync(c.Action, c.Source, c.Reason)
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, commitWait)
+		for i, c := range cmds {
+			if errs[i] == nil && seqs[i] > 0 {
+				s.flush.waitSaved(waitCtx, c.Source, seqs[i])
+			}
+		}
+		cancel()
+		for i, c := range cmds {
 			result, code := "", ""
-			if err != nil {
+			if err := errs[i]; err != nil {
 				result, code = err.Error(), ErrorCode(err)
 			}
 			if err := s.store.CompleteCommand(ctx, c.ID, result, code); err != nil {
@@ -306,20 +341,30 @@ func (s *Scheduler) commands(ctx context.Context) {
 
 // Apply performs a named operator action: reset, pause, resume or trigger.
 func (s *Scheduler) Apply(action, name, reason string) error {
-	var err error
-	switch action {
-	case ActionReset:
-		_, err = s.Reset(name)
-	case ActionPause:
-		_, err = s.Pause(name, reason)
-	case ActionResume:
-		_, err = s.Resume(name)
-	case ActionTrigger:
-		err = s.Trigger(name)
-	default:
-		err = fmt.Errorf("unknown action %q", action)
+	seq, err := s.applyAsync(action, name, reason)
+	if err == nil && seq > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+		defer cancel()
+		s.flush.waitSaved(ctx, name, seq)
 	}
 	return err
+}
+
+// applyAsync is Apply without waiting for the commit; it returns the
+// flusher's sequence number of the change (0 for a trigger, which changes
+// no stored state).
+func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
+	switch action {
+	case ActionReset, ActionPause, ActionResume:
+		if action != ActionPause {
+			reason = ""
+		}
+		_, seq, err := s.mutateAsync(name, action, reason)
+		return seq, err
+	case ActionTrigger:
+		return 0, s.Trigger(name)
+	}
+	return 0, fmt.Errorf("unknown action %q", action)
 }
 
 // ErrorCode classifies an error of the control methods for the store's
