@@ -142,18 +142,11 @@ func bareClient(k int, url string, stop <-chan struct{}) (wait func()) {
 	}
 }
 
-// writeConfig writes a config of n http sources on schedule against url
-// with concurrency k into dir and returns its path.
+// writeConfig is WriteConfig, failing b on an error.
 func writeConfig(b *testing.B, dir string, n, k int, schedule, url, admin string) string {
 	b.Helper()
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "store: pacer.db\nadmin: {listen: %q}\nconcurrency: %d\nshutdown_timeout: 10s\nlog: {level: warn}\n", admin, k)
-	fmt.Fprintf(&sb, "defaults: {schedule: %q, timeout: 5s}\nsources:\n", schedule)
-	for i := range n {
-		fmt.Fprintf(&sb, "  - {name: src-%06d, type: http, url: \"%s/s/%d\"}\n", i, url, i)
-	}
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+	path, err := WriteConfig(dir, n, k, schedule, url, admin)
+	if err != nil {
 		b.Fatal(err)
 	}
 	return path

@@ -7,7 +7,9 @@ package bench
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,4 +106,19 @@ func Percentile(ds []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	i := int(q*float64(len(s))+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// WriteConfig writes dir/config.yaml: n http sources named src-000000... on
+// schedule (in the defaults, as a large deployment writes it) against
+// url/s/N, with concurrency k and the admin API on admin ("" = off). It
+// returns the file's path.
+func WriteConfig(dir string, n, k int, schedule, url, admin string) (string, error) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "store: pacer.db\nadmin: {listen: %q}\nconcurrency: %d\nshutdown_timeout: 10s\nlog: {level: warn}\n", admin, k)
+	fmt.Fprintf(&sb, "defaults: {schedule: %q, timeout: 5s}\nsources:\n", schedule)
+	for i := range n {
+		fmt.Fprintf(&sb, "  - {name: src-%06d, type: http, url: \"%s/s/%d\"}\n", i, url, i)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	return path, os.WriteFile(path, []byte(sb.String()), 0o600)
 }

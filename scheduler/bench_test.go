@@ -25,7 +25,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,14 +94,8 @@ func benchConfig(b *testing.B, dir string, n int, schedule string, conc int) *co
 
 func writeBenchConfig(b *testing.B, dir string, n int, schedule string, conc int, url string) string {
 	b.Helper()
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "store: pacer.db\nadmin: {listen: \"\"}\nconcurrency: %d\n", conc)
-	fmt.Fprintf(&sb, "defaults: {schedule: %q, timeout: 5s}\nsources:\n", schedule)
-	for i := range n {
-		fmt.Fprintf(&sb, "  - {name: src-%06d, type: http, url: \"%s/s/%d\"}\n", i, url, i)
-	}
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+	path, err := bench.WriteConfig(dir, n, conc, schedule, url, "")
+	if err != nil {
 		b.Fatal(err)
 	}
 	return path
