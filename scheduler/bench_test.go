@@ -366,141 +366,135 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 // source at n = 1k, 10k and 100k sources (contract: O(log n)): on a random
 // entry ("add+remove", "reschedule") and the daemon's steady state ("due":
 // the loop takes the top, the poll puts it back one period later, a full
-// sift-down each time). The heap stays at n. less/op counts comparisons,
-// which is the O(log n) part; ns/op adds the memory hierarchy (each
-// comparison and swap touches another entry: cache misses at 100k).
+// sift-down each time). The heap stays at n. Two layouts run the same
+// operations on the same full-size entries (scattered in memory as in the
+// daemon): layout=inline is dueHeap (the due time in the heap's slice), and
+// layout=pointer the in-run baseline, container/heap over a slice of
+// pointers whose comparisons read each entry's dueAt (the daemon's heap
+// before). less/op counts the baseline's comparisons, the O(log n) part
+// (dueHeap runs the same sift); ns/op adds the memory hierarchy.
 func BenchmarkHeap(b *testing.B) {
 	for _, op := range []string{"add+remove", "reschedule", "due"} {
 		for _, n := range []int{1_000, 10_000, 100_000} {
-			b.Run(fmt.Sprintf("%s/n=%d", op, n), func(b *testing.B) {
-				rng := rand.New(rand.NewPCG(1, uint64(n)))
-				base := time.Now()
-				var h dueHeap
-				es := make([]*entry, n)
-				for i := range es {
-					es[i] = &entry{idx: -1}
-					h.schedule(es[i], base.Add(time.Duration(rng.Int64N(int64(time.Minute)))))
-				}
-				// Pre-draw the entries and times so the loop measures the heap.
-				const pre = 1 << 16
-				picks := make([]*entry, pre)
-				times := make([]time.Time, pre)
-				for i := range pre {
-					picks[i] = es[rng.IntN(n)]
-					times[i] = base.Add(time.Duration(rng.Int64N(int64(time.Minute))))
-				}
-				i := 0
-				for b.Loop() {
-					e, t := picks[i&(pre-1)], times[i&(pre-1)]
-					i++
-					switch op {
-					case "add+remove":
-						h.remove(e)
-						h.schedule(e, t)
-					case "reschedule":
-						h.schedule(e, t)
-					case "due":
-						e = h[0]
-						h.remove(e)
-						h.schedule(e, e.dueAt.Add(time.Minute))
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/logn(n), "ns/op/log2n")
-				// The operation count, free of the memory hierarchy: heap
-				// comparisons per op (dueHeap.schedule and remove are
-				// heap.Fix, heap.Push and heap.Remove on dueHeap).
-				ch := &countingHeap{dueHeap: &h}
-				const ops = 20_000
-				for j := range ops {
-					e, t := picks[j&(pre-1)], times[j&(pre-1)]
-					if op == "due" {
-						e = h[0]
-						t = e.dueAt.Add(time.Minute)
-					}
-					if op != "reschedule" && e.idx >= 0 {
-						heap.Remove(ch, e.idx)
-					}
-					e.dueAt = t
-					if e.idx >= 0 {
-						heap.Fix(ch, e.idx)
-					} else {
-						heap.Push(ch, e)
-					}
-				}
-				b.ReportMetric(float64(ch.less)/ops, "less/op")
-			})
+			for _, layout := range []string{"inline", "pointer"} {
+				b.Run(fmt.Sprintf("%s/n=%d/layout=%s", op, n, layout), func(b *testing.B) {
+					benchHeap(b, op, n, layout == "pointer")
+				})
+			}
 		}
 	}
 }
 
-// countingHeap is dueHeap counting its comparisons.
-type countingHeap struct {
-	*dueHeap
+func benchHeap(b *testing.B, op string, n int, pointer bool) {
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	base := time.Now()
+	var h dueHeap
+	ph := &ptrHeap{}
+	es := make([]*entry, n)
+	sched := func(e *entry, t time.Time) {
+		if !pointer {
+			h.schedule(e, t)
+			return
+		}
+		e.dueAt = t
+		if e.idx >= 0 {
+			heap.Fix(ph, e.idx)
+		} else {
+			heap.Push(ph, e)
+		}
+	}
+	remove := func(e *entry) {
+		if !pointer {
+			h.remove(e)
+		} else if e.idx >= 0 {
+			heap.Remove(ph, e.idx)
+		}
+	}
+	top := func() *entry {
+		if pointer {
+			return ph.es[0]
+		}
+		e, _, _ := h.top()
+		return e
+	}
+	for i := range es {
+		es[i] = &entry{idx: -1}
+		sched(es[i], base.Add(time.Duration(rng.Int64N(int64(time.Minute)))))
+	}
+	// Pre-draw the entries and times so the loop measures the heap.
+	const pre = 1 << 16
+	picks := make([]*entry, pre)
+	times := make([]time.Time, pre)
+	for i := range pre {
+		picks[i] = es[rng.IntN(n)]
+		times[i] = base.Add(time.Duration(rng.Int64N(int64(time.Minute))))
+	}
+	i := 0
+	for b.Loop() {
+		e, t := picks[i&(pre-1)], times[i&(pre-1)]
+		i++
+		switch op {
+		case "add+remove":
+			remove(e)
+			sched(e, t)
+		case "reschedule":
+			sched(e, t)
+		case "due":
+			e = top()
+			remove(e)
+			sched(e, e.dueAt.Add(time.Minute))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/logn(n), "ns/op/log2n")
+	if pointer {
+		ph.less = 0
+		const ops = 20_000
+		for j := range ops {
+			e, t := picks[j&(pre-1)], times[j&(pre-1)]
+			switch op {
+			case "add+remove":
+				remove(e)
+				sched(e, t)
+			case "reschedule":
+				sched(e, t)
+			case "due":
+				e = top()
+				remove(e)
+				sched(e, e.dueAt.Add(time.Minute))
+			}
+		}
+		b.ReportMetric(float64(ph.less)/ops, "less/op")
+	}
+}
+
+// ptrHeap is BenchmarkHeap's baseline layout: container/heap over entry
+// pointers, each comparison reading two entries' dueAt. It counts its
+// comparisons.
+type ptrHeap struct {
+	es   []*entry
 	less int
 }
 
-func (c *countingHeap) Less(i, j int) bool { c.less++; return c.dueHeap.Less(i, j) }
-
-// inlineHeap is the comparison of BenchmarkHeap: the same binary heap with
-// the key stored in the slice (no pointer chased per comparison), a
-// candidate layout for dueHeap.
-type inlineItem struct {
-	at int64
-	e  *entry
+func (h *ptrHeap) Len() int { return len(h.es) }
+func (h *ptrHeap) Less(i, j int) bool {
+	h.less++
+	return h.es[i].dueAt.Before(h.es[j].dueAt)
 }
-
-type inlineHeap []inlineItem
-
-func (h inlineHeap) Len() int           { return len(h) }
-func (h inlineHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h inlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].e.idx = i
-	h[j].e.idx = j
+func (h *ptrHeap) Swap(i, j int) {
+	h.es[i], h.es[j] = h.es[j], h.es[i]
+	h.es[i].idx = i
+	h.es[j].idx = j
 }
-func (h *inlineHeap) Push(x any) {
-	it := x.(inlineItem)
-	it.e.idx = len(*h)
-	*h = append(*h, it)
+func (h *ptrHeap) Push(x any) {
+	e := x.(*entry)
+	e.idx = len(h.es)
+	h.es = append(h.es, e)
 }
-func (h *inlineHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	it.e.idx = -1
-	*h = old[:len(old)-1]
-	return it
-}
-
-// BenchmarkHeapInlineKey is BenchmarkHeap's add+remove on inlineHeap, with
-// the same entries (full-size, so scattered in memory as in the daemon).
-func BenchmarkHeapInlineKey(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run(fmt.Sprintf("add+remove/n=%d", n), func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(1, uint64(n)))
-			base := time.Now().UnixNano()
-			var h inlineHeap
-			es := make([]*entry, n)
-			for i := range es {
-				es[i] = &entry{idx: -1}
-				heap.Push(&h, inlineItem{at: base + rng.Int64N(int64(time.Minute)), e: es[i]})
-			}
-			const pre = 1 << 16
-			picks := make([]*entry, pre)
-			times := make([]int64, pre)
-			for i := range pre {
-				picks[i] = es[rng.IntN(n)]
-				times[i] = base + rng.Int64N(int64(time.Minute))
-			}
-			i := 0
-			for b.Loop() {
-				e, t := picks[i&(pre-1)], times[i&(pre-1)]
-				i++
-				heap.Remove(&h, e.idx)
-				heap.Push(&h, inlineItem{at: t, e: e})
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/logn(n), "ns/op/log2n")
-		})
-	}
+func (h *ptrHeap) Pop() any {
+	e := h.es[len(h.es)-1]
+	e.idx = -1
+	h.es = h.es[:len(h.es)-1]
+	return e
 }
 
 func logn(n int) float64 {

@@ -400,8 +400,12 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		s.mu.Lock()
 		now := s.clock.Now()
-		for len(s.due) > 0 && !s.due[0].dueAt.After(now) {
-			e := s.due[0]
+		nowNs := now.UnixNano()
+		for {
+			e, at, ok := s.due.top()
+			if !ok || at > nowNs {
+				break
+			}
 			if s.flush.pending(e.name, e.savedSeq) {
 				// Rule 3.8: its last state is not committed yet. Look again
 				// shortly rather than hold a permit while waiting.
@@ -413,11 +417,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
-		if len(s.due) > 0 {
+		if _, at, ok := s.due.top(); ok {
 			// Sources due within minWake are dispatched together: with
 			// 100,000 phases spread to the nanosecond, one wake-up per
 			// due time would be thousands a second.
-			wait = min(wait, max(s.due[0].dueAt.Sub(now), minWake))
+			wait = min(wait, max(time.Duration(at-nowNs), minWake))
 		}
 		s.mu.Unlock()
 		s.loopBeat.Store(now.UnixNano())

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestDueHeap drives dueHeap with random schedules, reschedules and removals
+// and checks after each step that every entry knows its position, that the
+// slice's keys are the entries' due times, and that the heap property
+// holds; then that draining it yields the due times in order.
+func TestDueHeap(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 17, 500} {
+		rng := rand.New(rand.NewPCG(7, uint64(n)))
+		base := time.Unix(1_800_000_000, 0)
+		es := make([]*entry, n)
+		for i := range es {
+			es[i] = &entry{idx: -1}
+		}
+		var h dueHeap
+		for step := range 20 * n {
+			e := es[rng.IntN(n)]
+			switch rng.IntN(3) {
+			case 0, 1:
+				// Few distinct times, so that equal keys are exercised.
+				h.schedule(e, base.Add(time.Duration(rng.IntN(50))*time.Second))
+			case 2:
+				h.remove(e)
+				if e.idx != -1 {
+					t.Fatalf("n=%d step %d: removed entry has idx %d", n, step, e.idx)
+				}
+			}
+			checkHeap(t, h)
+		}
+		in := 0
+		for _, e := range es {
+			if e.idx >= 0 {
+				in++
+			}
+		}
+		if in != len(h) {
+			t.Fatalf("n=%d: %d entries think they are in a heap of %d", n, in, len(h))
+		}
+		var order []int64
+		for {
+			e, at, ok := h.top()
+			if !ok {
+				break
+			}
+			if at != e.dueAt.UnixNano() {
+				t.Fatalf("n=%d: top key %d, entry due %d", n, at, e.dueAt.UnixNano())
+			}
+			h.remove(e)
+			order = append(order, at)
+		}
+		if len(order) != in || !slices.IsSorted(order) {
+			t.Fatalf("n=%d: drained %d of %d, sorted %v", n, len(order), in, slices.IsSorted(order))
+		}
+	}
+}
+
+func checkHeap(t *testing.T, h dueHeap) {
+	t.Helper()
+	for i, it := range h {
+		if it.e.idx != i {
+			t.Fatalf("entry at %d has idx %d", i, it.e.idx)
+		}
+		if it.at != it.e.dueAt.UnixNano() {
+			t.Fatalf("key at %d is %d, entry due %d", i, it.at, it.e.dueAt.UnixNano())
+		}
+		if i > 0 && h[(i-1)/2].at > it.at {
+			t.Fatalf("heap property broken at %d", i)
+		}
+	}
+}
