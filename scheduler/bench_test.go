@@ -175,19 +175,7 @@ func startBench(b *testing.B, dir string, cfg *config.Config, newPoller func(*co
 // far (after a start: every new source's first state), at most limit.
 func (h *benchSched) settle(limit time.Duration) {
 	f := h.s.flush
-	idle := func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if len(f.states) > 0 || len(f.records) > 0 {
-			return false
-		}
-		for name, seq := range f.seq {
-			if f.saved[name] < seq {
-				return false
-			}
-		}
-		return true
-	}
+	idle := f.idle
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && !idle(); {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -283,7 +283,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 		if e.busy {
 			e.removed = true
 		} else {
-			delete(s.entries, name)
+			s.dropEntry(e)
 		}
 	}
 	if s.limitOf(cfg) < cfg.Concurrency {

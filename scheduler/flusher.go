@@ -34,6 +34,10 @@ func trimEvery(keep int) int { return max(1, keep/4) }
 // and poll records; it commits them in batches. While the store fails it
 // keeps the latest state of each source (and at most history.keep records
 // per source) in memory and retries, so nothing is lost once it recovers.
+//
+// Each source has a slot, which the scheduler's entry keeps: a poll's
+// submit, and the check that its previous state is committed (rule 3.8),
+// touch the slot and a list of pending writes, never a map keyed by name.
 type flusher struct {
 	st     *store.Store
 	log    *slog.Logger
@@ -42,34 +46,83 @@ type flusher struct {
 	keep   func() int
 	onSave func(names []string) // called after a commit, outside mu
 
-	mu      sync.Mutex
-	states  map[string]store.SourceState
-	records map[string][]store.PollRecord
+	mu    sync.Mutex
+	slots map[string]*slot
+	// queue holds the writes not yet taken by a commit, oldest first,
+	// from index head on; a slot has at most one (its latest state).
+	queue   []write
+	head    int
+	busy    bool // a commit is in progress
+	next    uint64
+	lastErr error
+	changed chan struct{} // closed and replaced after every commit attempt
+	kick    chan struct{}
+}
+
+// slot is one source's bookkeeping in the flusher. Its fields are guarded
+// by flusher.mu.
+type slot struct {
+	name  string
+	pend  int    // index of its write in flusher.queue, -1 if none
+	saved uint64 // seq of its last committed state
+	// untrimmed counts the records committed since its history was last
+	// trimmed; -1 (a new slot) trims at its next record, since the store
+	// may hold a few more than keep after a restart.
+	untrimmed int
 	// flying holds the records of the commit in progress, so that readers
 	// still see them (pendingRecords) until they are in the store.
-	flying map[string][]store.PollRecord
-	seq    map[string]uint64 // seq of the pending state per source
-	saved  map[string]uint64 // last committed seq per source
-	// untrimmed counts each source's records committed since its history
-	// was last trimmed; a source absent from it is trimmed at its next
-	// record (the store may hold a few more than keep after a restart).
-	untrimmed map[string]int
-	next      uint64
-	lastErr   error
-	changed   chan struct{} // closed and replaced after every commit attempt
-	kick      chan struct{}
+	flying   []store.PollRecord
+	released bool // its source is gone: drop the slot once it is clean
+}
+
+// write is a source's latest state, and its records, waiting for a commit.
+type write struct {
+	sl   *slot
+	seq  uint64
+	st   store.SourceState
+	recs []store.PollRecord
+	trim bool // set by the commit that takes it: trim the source's history
 }
 
 func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
 	return &flusher{
 		st: st, log: log, clock: clock, m: m, keep: keep,
-		states:    map[string]store.SourceState{},
-		records:   map[string][]store.PollRecord{},
-		seq:       map[string]uint64{},
-		saved:     map[string]uint64{},
-		untrimmed: map[string]int{},
-		changed:   make(chan struct{}),
-		kick:      make(chan struct{}, 1),
+		slots:   map[string]*slot{},
+		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+	}
+}
+
+// slot returns name's slot, creating it if needed. A source keeps its slot
+// for as long as it is configured: the scheduler calls it once per entry.
+func (f *flusher) slot(name string) *slot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.slotLocked(name)
+}
+
+func (f *flusher) slotLocked(name string) *slot {
+	sl := f.slots[name]
+	if sl == nil {
+		sl = &slot{name: name, pend: -1, untrimmed: -1}
+		f.slots[name] = sl
+	}
+	sl.released = false
+	return sl
+}
+
+// release drops name's slot once nothing of it is pending: its source was
+// removed from the configuration.
+func (f *flusher) release(sl *slot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sl.released = true
+	f.dropIfClean(sl)
+}
+
+func (f *flusher) dropIfClean(sl *slot) {
+	if sl.released && sl.pend < 0 && sl.flying == nil && f.slots[sl.name] == sl {
+		delete(f.slots, sl.name)
 	}
 }
 
@@ -77,16 +130,27 @@ func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep
 // and returns its sequence number.
 func (f *flusher) submit(st store.SourceState, rec *store.PollRecord) uint64 {
 	f.mu.Lock()
+	sl := f.slotLocked(st.Name)
+	f.mu.Unlock()
+	return f.submitTo(sl, st, rec)
+}
+
+// submitTo is submit on the source's slot.
+func (f *flusher) submitTo(sl *slot, st store.SourceState, rec *store.PollRecord) uint64 {
+	f.mu.Lock()
 	f.next++
 	seq := f.next
-	f.states[st.Name] = st
-	f.seq[st.Name] = seq
+	if sl.pend < 0 {
+		sl.pend = len(f.queue)
+		f.queue = append(f.queue, write{sl: sl})
+	}
+	w := &f.queue[sl.pend]
+	w.seq, w.st = seq, st
 	if rec != nil {
-		rs := append(f.records[st.Name], *rec)
-		if k := f.keep(); len(rs) > k {
-			rs = append(rs[:0], rs[len(rs)-k:]...)
+		w.recs = append(w.recs, *rec)
+		if k := f.keep(); len(w.recs) > k {
+			w.recs = append(w.recs[:0], w.recs[len(w.recs)-k:]...)
 		}
-		f.records[st.Name] = rs
 	}
 	f.mu.Unlock()
 	select {
@@ -94,6 +158,13 @@ func (f *flusher) submit(st store.SourceState, rec *store.PollRecord) uint64 {
 	default:
 	}
 	return seq
+}
+
+// idle reports whether everything submitted is committed (or failed).
+func (f *flusher) idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.head == len(f.queue) && !f.busy
 }
 
 // healthy reports the last commit's error (nil when it succeeded).
@@ -108,16 +179,34 @@ func (f *flusher) err() error {
 func (f *flusher) pending(name string, seq uint64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.saved[name] < seq && f.lastErr == nil
+	sl := f.slots[name]
+	return sl != nil && sl.saved < seq && f.lastErr == nil
+}
+
+// pendingAt is pending on the source's slot.
+func (f *flusher) pendingAt(sl *slot, seq uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sl.saved < seq && f.lastErr == nil
 }
 
 // waitSaved blocks until the state of name submitted as seq (or later) is
 // committed, the store is failing (then the poll goes ahead on the state in
 // memory), or ctx is done.
 func (f *flusher) waitSaved(ctx context.Context, name string, seq uint64) {
+	f.mu.Lock()
+	sl := f.slots[name]
+	f.mu.Unlock()
+	if sl != nil {
+		f.waitAt(ctx, sl, seq)
+	}
+}
+
+// waitAt is waitSaved on the source's slot.
+func (f *flusher) waitAt(ctx context.Context, sl *slot, seq uint64) {
 	for {
 		f.mu.Lock()
-		done := f.saved[name] >= seq || f.lastErr != nil
+		done := sl.saved >= seq || f.lastErr != nil
 		ch := f.changed
 		f.mu.Unlock()
 		if done {
@@ -136,7 +225,14 @@ func (f *flusher) waitSaved(ctx context.Context, name string, seq uint64) {
 func (f *flusher) pendingRecords(name string) []store.PollRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rs := append(slices.Clone(f.flying[name]), f.records[name]...)
+	sl := f.slots[name]
+	if sl == nil {
+		return nil
+	}
+	rs := slices.Clone(sl.flying)
+	if sl.pend >= 0 {
+		rs = append(rs, f.queue[sl.pend].recs...)
+	}
 	slices.Reverse(rs)
 	return rs
 }
@@ -196,43 +292,41 @@ func (f *flusher) flushAll(ctx context.Context) error {
 // transaction; more reports whether states are left for another.
 func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	f.mu.Lock()
-	if len(f.states) == 0 && len(f.records) == 0 {
+	n := min(len(f.queue)-f.head, maxBatch)
+	if n == 0 {
 		f.mu.Unlock()
 		return false, nil
 	}
-	n := min(len(f.states), maxBatch)
-	states := make([]store.SourceState, 0, n)
-	names := make([]string, 0, n)
-	seqs := make([]uint64, 0, n)
-	for name, st := range f.states {
-		if len(states) == maxBatch {
-			break
-		}
-		states = append(states, st)
-		names = append(names, name)
-		seqs = append(seqs, f.seq[name])
+	taken := make([]write, n)
+	copy(taken, f.queue[f.head:f.head+n])
+	clear(f.queue[f.head : f.head+n])
+	f.head += n
+	f.compact()
+	states := make([]store.SourceState, n)
+	nrec := 0
+	for i := range taken {
+		nrec += len(taken[i].recs)
 	}
-	var records []store.PollRecord
+	records := make([]store.PollRecord, 0, nrec)
 	var trim []string
 	every := trimEvery(f.keep())
-	pendingRecords := make(map[string][]store.PollRecord, len(names))
-	// Records come with a state (submit sets both), so taking the records
-	// of the states taken leaves none behind.
-	for _, name := range names {
-		delete(f.states, name)
-		rs, ok := f.records[name]
-		if !ok {
+	for i := range taken {
+		w := &taken[i]
+		w.sl.pend = -1
+		states[i] = w.st
+		if len(w.recs) == 0 {
 			continue
 		}
-		records = append(records, rs...)
-		if n, seen := f.untrimmed[name]; !seen || n+len(rs) >= every {
-			trim = append(trim, name)
+		a := len(records)
+		records = append(records, w.recs...)
+		w.sl.flying = records[a:len(records):len(records)]
+		u := w.sl.untrimmed
+		if w.trim = u < 0 || u+len(w.recs) >= every; w.trim {
+			trim = append(trim, w.sl.name)
 		}
-		pendingRecords[name] = rs
-		delete(f.records, name)
 	}
-	more = len(f.states) > 0
-	f.flying = pendingRecords
+	more = f.head < len(f.queue)
+	f.busy = true
 	f.mu.Unlock()
 
 	began := f.clock.Now()
@@ -240,21 +334,26 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 
 	f.mu.Lock()
-	f.flying = nil
+	f.busy = false
 	if err != nil {
-		// Put everything back unless a newer state arrived meanwhile.
-		for i, st := range states {
-			if _, newer := f.states[st.Name]; !newer {
-				f.states[st.Name] = st
-				f.seq[st.Name] = seqs[i]
+		// Put everything back, under the newer state of a source that
+		// submitted one meanwhile.
+		k := f.keep()
+		for i := range taken {
+			w := &taken[i]
+			sl := w.sl
+			sl.flying = nil
+			if sl.pend >= 0 {
+				nw := &f.queue[sl.pend]
+				merged := append(w.recs, nw.recs...)
+				if len(merged) > k {
+					merged = merged[len(merged)-k:]
+				}
+				nw.recs = merged
+				continue
 			}
-		}
-		for name, rs := range pendingRecords {
-			merged := append(rs, f.records[name]...)
-			if k := f.keep(); len(merged) > k {
-				merged = merged[len(merged)-k:]
-			}
-			f.records[name] = merged
+			sl.pend = len(f.queue)
+			f.queue = append(f.queue, *w)
 		}
 		if f.lastErr == nil || f.lastErr.Error() != err.Error() {
 			f.log.Error("store write failed; keeping state in memory and retrying", "err", err)
@@ -266,16 +365,18 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 			f.log.Info("store recovered", "states", len(states), "records", len(records))
 		}
 		f.lastErr = nil
-		for name, rs := range pendingRecords {
-			f.untrimmed[name] += len(rs)
-		}
-		for _, name := range trim {
-			f.untrimmed[name] = 0
-		}
-		for i, name := range names {
-			if seqs[i] > f.saved[name] {
-				f.saved[name] = seqs[i]
+		for i := range taken {
+			w := &taken[i]
+			sl := w.sl
+			sl.flying = nil
+			switch {
+			case w.trim:
+				sl.untrimmed = 0
+			case len(w.recs) > 0:
+				sl.untrimmed += len(w.recs)
 			}
+			sl.saved = max(sl.saved, w.seq)
+			f.dropIfClean(sl)
 		}
 	}
 	close(f.changed)
@@ -285,9 +386,29 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		return false, err
 	}
 	if f.onSave != nil {
+		names := make([]string, len(taken))
+		for i := range taken {
+			names[i] = taken[i].sl.name
+		}
 		f.onSave(names)
 	}
 	return more, nil
+}
+
+// compact reclaims the taken front of the queue: all of it once everything
+// is taken, else when it is over half the slice. mu held.
+func (f *flusher) compact() {
+	switch {
+	case f.head == len(f.queue):
+		f.queue, f.head = f.queue[:0], 0
+	case f.head > 1024 && 2*f.head > len(f.queue):
+		n := copy(f.queue, f.queue[f.head:])
+		clear(f.queue[n:])
+		f.queue, f.head = f.queue[:n], 0
+		for i := range f.queue {
+			f.queue[i].sl.pend = i
+		}
+	}
 }
 
 // flushFinal commits what is pending, retrying for up to d.

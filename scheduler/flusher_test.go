@@ -116,9 +116,9 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		f.mu.Lock()
-		flying := len(f.flying)
+		flying := f.busy
 		f.mu.Unlock()
-		if flying > 0 {
+		if flying {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -176,5 +176,54 @@ func TestMergeHistory(t *testing.T) {
 		if got := seqs(mergeHistory(c.pending, c.stored, c.n)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A removed source's slot stays until its last state is committed, then the
+// flusher forgets it; a source added again under the same name meanwhile
+// keeps the slot, and with it the order of its writes.
+func TestFlusherReleasesSlots(t *testing.T) {
+	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
+	a, b := f.slot("a"), f.slot("b")
+	f.submitTo(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
+	f.release(a)
+	f.release(b) // nothing pending: dropped at once
+	f.mu.Lock()
+	_, hasA := f.slots["a"]
+	_, hasB := f.slots["b"]
+	f.mu.Unlock()
+	if !hasA || hasB {
+		t.Fatalf("after release: slot a kept %v (want true), b kept %v (want false)", hasA, hasB)
+	}
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	_, hasA = f.slots["a"]
+	f.mu.Unlock()
+	if hasA {
+		t.Error("slot a is still held after its last state was committed")
+	}
+	got, _, err := st.GetState(t.Context(), "a")
+	if err != nil || got.PollsTotal != 1 {
+		t.Fatalf("stored a: %+v, %v; want PollsTotal 1", got, err)
+	}
+
+	// Removed and added again before the commit: one slot, latest state wins.
+	c := f.slot("c")
+	f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.release(c)
+	if again := f.slot("c"); again != c {
+		t.Fatal("a source added again before its commit got a new slot")
+	}
+	seq := f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if f.pendingAt(c, seq) {
+		t.Error("c's latest state is still pending after flushAll")
+	}
+	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
+		t.Fatalf("stored c: %+v, %v; want PollsTotal 2", got, err)
 	}
 }

@@ -112,9 +112,10 @@ type entry struct {
 	idx   int       // position in the due heap, -1 when not in it
 	dueAt time.Time // heap key
 
-	busy         bool // queued, waiting for permits, or polling
-	removed      bool // dropped from the config while busy
-	resetPending bool // reset while polling: applied when the poll ends
+	sl           *slot // its place in the flusher
+	busy         bool  // queued, waiting for permits, or polling
+	removed      bool  // dropped from the config while busy
+	resetPending bool  // reset while polling: applied when the poll ends
 	savedSeq     uint64
 }
 
@@ -289,7 +290,7 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 // addEntry builds the runtime of src from its stored state and schedules it.
 // Called with mu held.
 func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
-	e := &entry{name: src.Name, idx: -1}
+	e := &entry{name: src.Name, idx: -1, sl: s.flush.slot(src.Name)}
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {
 		st = store.SourceState{Name: src.Name}
@@ -308,7 +309,7 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 		// Persist the new source with its first tick, so that status read
 		// from the store shows when it will run. No poll has happened, so
 		// its first poll need not wait for this commit (rule 3.8).
-		s.flush.submit(e.st, nil)
+		s.flush.submitTo(e.sl, e.st, nil)
 	}
 	return nil
 }
@@ -406,7 +407,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			if !ok || at > nowNs {
 				break
 			}
-			if s.flush.pending(e.name, e.savedSeq) {
+			if s.flush.pendingAt(e.sl, e.savedSeq) {
 				// Rule 3.8: its last state is not committed yet. Look again
 				// shortly rather than hold a permit while waiting.
 				s.due.schedule(e, now.Add(commitRecheck))
@@ -488,7 +489,7 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 		s.mu.Lock()
 		seq := j.e.savedSeq
 		s.mu.Unlock()
-		s.flush.waitSaved(ctx, j.e.name, seq)
+		s.flush.waitAt(ctx, j.e.sl, seq)
 		if g.sem != nil {
 			select {
 			case g.sem <- struct{}{}:
@@ -532,9 +533,7 @@ func (s *Scheduler) requeue(j *job) {
 		return
 	}
 	if e.removed {
-		if s.entries[e.name] == e {
-			delete(s.entries, e.name)
-		}
+		s.dropEntry(e)
 		return
 	}
 	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" {
@@ -607,7 +606,7 @@ func (s *Scheduler) run(j *job) {
 	s.mu.Unlock()
 
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.waitSaved(s.pollCtx, e.name, seq)
+	s.flush.waitAt(s.pollCtx, e.sl, seq)
 	if j.trigger && brk != nil {
 		brk.ForceProbe()
 	}
@@ -736,12 +735,19 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	s.logChange(e, prev, end, reason)
 	s.save(e, &rec)
 	if e.removed {
-		if s.entries[e.name] == e {
-			delete(s.entries, e.name)
-		}
+		s.dropEntry(e)
 		return
 	}
 	s.reschedule(e, end)
+}
+
+// dropEntry forgets a source removed from the configuration once its last
+// poll is over. mu held.
+func (s *Scheduler) dropEntry(e *entry) {
+	if s.entries[e.name] == e {
+		delete(s.entries, e.name)
+		s.flush.release(e.sl)
+	}
 }
 
 // save hands e's state (and a record) to the flusher. mu held.
@@ -750,7 +756,7 @@ func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq
 	}
-	e.savedSeq = s.flush.submit(e.st, rec)
+	e.savedSeq = s.flush.submitTo(e.sl, e.st, rec)
 }
 
 // logChange logs one line if e's state differs from prev (rule 3.12).
