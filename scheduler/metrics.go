@@ -21,6 +21,7 @@ type metrics struct {
 	limit         prometheus.Gauge
 	semaphoreWait prometheus.Histogram
 	polls         *prometheus.CounterVec
+	pollsBy       map[string]prometheus.Counter // polls' children, resolved once
 	duration      prometheus.Histogram
 	lag           prometheus.Histogram
 	storeErrors   prometheus.Counter
@@ -51,8 +52,9 @@ func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
 			Name: "pacer_store_commit_seconds", Help: "Duration of the flusher's commits of poll results, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 	}
+	m.pollsBy = make(map[string]prometheus.Counter, 6)
 	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted} {
-		m.polls.WithLabelValues(o)
+		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, sourcesCollector{s}} {
 		if err := reg.Register(c); err != nil {
@@ -85,4 +87,13 @@ func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range failures {
 		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.GaugeValue, float64(f.n), f.name)
 	}
+}
+
+// poll returns the pacer_polls_total counter of an outcome: one of the
+// outcomes registered in newMetrics, without the label lookup of the vector.
+func (m *metrics) poll(outcome string) prometheus.Counter {
+	if c, ok := m.pollsBy[outcome]; ok {
+		return c
+	}
+	return m.polls.WithLabelValues(outcome)
 }

@@ -661,7 +661,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	}
 	switch {
 	case errors.Is(err, breaker.ErrOpen):
-		s.m.polls.WithLabelValues(countRejected).Inc()
+		s.m.poll(countRejected).Inc()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		e.busy = false
@@ -687,7 +687,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	if res.Err != nil {
 		o.err = s.redact.Redact(res.Err.Error())
 	}
-	s.m.polls.WithLabelValues(o.kind).Inc()
+	s.m.poll(o.kind).Inc()
 	rec := store.PollRecord{
 		Source:     e.name,
 		StartedAt:  start.UTC(),
@@ -709,7 +709,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	defer s.mu.Unlock()
 	e.busy = false
 	if skipped := e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
-		s.m.polls.WithLabelValues(countSkipped).Add(float64(skipped))
+		s.m.poll(countSkipped).Add(float64(skipped))
 	}
 	if j.gen != e.gen {
 		// The configuration changed during the poll: the new settings

@@ -33,9 +33,21 @@ func newTiming(name string, s config.Schedule) timing {
 // hashes whatever the period. The store keeps its rows in that order too:
 // the sources that one commit writes, polled within the same few
 // milliseconds, are neighbours in its tables.
+//
+// Phases are rounded down to a grid of phaseGrid(d): the sources due in one
+// slot of the grid are dispatched by one wake-up of the scheduling loop,
+// instead of one wake-up each (with 100,000 sources on "@every 1m", 100
+// wake-ups a second instead of one every 0.6 ms).
 func phaseOf(name string, d time.Duration) time.Duration {
 	hi, _ := bits.Mul64(store.NameHash(name), uint64(d))
-	return time.Duration(hi)
+	g := uint64(phaseGrid(d))
+	return time.Duration(hi / g * g)
+}
+
+// phaseGrid is the granularity of the phases of "@every d": 10 ms, or d/100
+// for periods under a second, so that every period has at least 100 slots.
+func phaseGrid(d time.Duration) time.Duration {
+	return max(min(10*time.Millisecond, d/100), 1)
 }
 
 // next returns the first activation strictly after t.

@@ -10,7 +10,7 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// Phases lie in [0, d), follow the order of the names' hashes for every
+// Phases lie in [0, d) on a grid of phaseGrid(d), follow the order of the names' hashes for every
 // period (the order of the store's rows), spread 10,000 sources over the
 // minute, and anchor each source's ticks on the epoch, so they survive a
 // restart.
@@ -36,6 +36,9 @@ func TestPhases(t *testing.T) {
 			p := phaseOf(name, d)
 			if p < 0 || p >= d {
 				t.Fatalf("phaseOf(%s, %v) = %v, outside [0, %v)", name, d, p, d)
+			}
+			if g := phaseGrid(d); p%g != 0 {
+				t.Fatalf("phaseOf(%s, %v) = %v, not on the grid of %v", name, d, p, g)
 			}
 			if p < prev {
 				t.Fatalf("phaseOf(%s, %v) = %v < %v: phases do not follow the hash order", name, d, p, prev)
