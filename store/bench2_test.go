@@ -21,8 +21,10 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,7 +317,7 @@ func BenchmarkCommitRate(b *testing.B) {
 //     tables' order, as in pacer before its tables were keyed by the hash).
 func BenchmarkStoreMinuteLoad(b *testing.B) {
 	const nsrc, keep = 100_000, 100
-	const tick = 50 * time.Millisecond
+	tick := bench.EnvDuration("PACER_BENCH_TICK", 50*time.Millisecond) // the flusher's flushDelay
 	window := bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second)
 	rounds := bench.EnvInt("PACER_BENCH_ROUNDS", 3)
 	s := openPopulated(b, nsrc, bench.EnvInt("PACER_BENCH_HISTORY", 10))
@@ -398,6 +400,9 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	}
 	res := map[string][]float64{}
 	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered"}
+	if k := os.Getenv("PACER_BENCH_KINDS"); k != "" {
+		kinds = strings.Split(k, ",") // e.g. daemon,bare
+	}
 	for r := range rounds {
 		for _, kind := range kinds {
 			var cpu, p99 float64
@@ -423,7 +428,9 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)
 			b.Logf("round %d: %-20s %6.2f%% of a core, commit p99 %6.1f ms", r+1, kind, 100*cpu, p99)
 		}
-		res["ratio"] = append(res["ratio"], res["daemon-cpu%"][r]/res["bare-cpu%"][r])
+		if len(res["bare-cpu%"]) > r && len(res["daemon-cpu%"]) > r {
+			res["ratio"] = append(res["ratio"], res["daemon-cpu%"][r]/res["bare-cpu%"][r])
+		}
 	}
 	for _, kind := range kinds {
 		b.ReportMetric(bench.Median(res[kind+"-cpu%"]), kind+"-cpu%")
