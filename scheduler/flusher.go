@@ -24,12 +24,6 @@ const flushDelay = 50 * time.Millisecond
 // bounded time of the commit that takes it.
 const maxBatch = 2000
 
-// trimEvery is how many records a source gets between two trims of its
-// history: trimming is the costliest part of a commit, so it is done for a
-// quarter of keep at once (the store holds at most keep + keep/4 records of
-// a source; readers return at most keep).
-func trimEvery(keep int) int { return max(1, keep/4) }
-
 // flusher is the store's single writer. Sources submit their latest state
 // and poll records; it commits them in batches. While the store fails it
 // keeps the latest state of each source (and at most history.keep records
@@ -65,10 +59,6 @@ type slot struct {
 	name  string
 	pend  int    // index of its write in flusher.queue, -1 if none
 	saved uint64 // seq of its last committed state
-	// untrimmed counts the records committed since its history was last
-	// trimmed; -1 (a new slot) trims at its next record, since the store
-	// may hold a few more than keep after a restart.
-	untrimmed int
 	// flying holds the records of the commit in progress, so that readers
 	// still see them (pendingRecords) until they are in the store.
 	flying   []store.PollRecord
@@ -81,7 +71,6 @@ type write struct {
 	seq  uint64
 	st   store.SourceState
 	recs []store.PollRecord
-	trim bool // set by the commit that takes it: trim the source's history
 }
 
 func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
@@ -104,7 +93,7 @@ func (f *flusher) slot(name string) *slot {
 func (f *flusher) slotLocked(name string) *slot {
 	sl := f.slots[name]
 	if sl == nil {
-		sl = &slot{name: name, pend: -1, untrimmed: -1}
+		sl = &slot{name: name, pend: -1}
 		f.slots[name] = sl
 	}
 	sl.released = false
@@ -308,8 +297,6 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		nrec += len(taken[i].recs)
 	}
 	records := make([]store.PollRecord, 0, nrec)
-	var trim []string
-	every := trimEvery(f.keep())
 	for i := range taken {
 		w := &taken[i]
 		w.sl.pend = -1
@@ -320,17 +307,13 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		a := len(records)
 		records = append(records, w.recs...)
 		w.sl.flying = records[a:len(records):len(records)]
-		u := w.sl.untrimmed
-		if w.trim = u < 0 || u+len(w.recs) >= every; w.trim {
-			trim = append(trim, w.sl.name)
-		}
 	}
 	more = f.head < len(f.queue)
 	f.busy = true
 	f.mu.Unlock()
 
 	began := f.clock.Now()
-	err = f.st.SaveBatchTrim(ctx, states, records, f.keep(), trim)
+	err = f.st.SaveBatch(ctx, states, records, f.keep())
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 
 	f.mu.Lock()
@@ -369,12 +352,6 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 			w := &taken[i]
 			sl := w.sl
 			sl.flying = nil
-			switch {
-			case w.trim:
-				sl.untrimmed = 0
-			case len(w.recs) > 0:
-				sl.untrimmed += len(w.recs)
-			}
 			sl.saved = max(sl.saved, w.seq)
 			f.dropIfClean(sl)
 		}

@@ -152,18 +152,31 @@ func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs [
 	return err
 }
 
+// bareRecordsDDL is the baseline's records table: one row per record,
+// clustered by source and seq (the store's layout before history blocks).
+const bareRecordsDDL = `CREATE TABLE IF NOT EXISTS poll_records (
+	skey INTEGER NOT NULL, source TEXT NOT NULL, seq INTEGER NOT NULL,
+	started_at INTEGER NOT NULL DEFAULT 0, duration_ms INTEGER NOT NULL DEFAULT 0,
+	outcome TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '',
+	status_code INTEGER, exit_code INTEGER, bytes INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (skey, source, seq)
+) WITHOUT ROWID`
+
 func bare(b *testing.B, s *store.Store) bareWriter {
 	db, err := store.GormDB(s).DB()
 	if err != nil {
 		b.Fatal(err)
 	}
+	if _, err := db.Exec(bareRecordsDDL); err != nil {
+		b.Fatal(err)
+	}
 	return bareWriter{db: db}
 }
 
-// openPopulated opens a new store with n sources and depth records each
-// (written through the bare writer, in large transactions, to keep the
-// set-up short).
-func openPopulated(b *testing.B, n, depth int) *store.Store {
+// openPopulated opens a new store with n sources and depth records each,
+// numbered 1 to depth, written by SaveBatch (keep 100) in large
+// transactions; withBare also writes them to the bare writer's table.
+func openPopulated(b *testing.B, n, depth int, withBare bool) *store.Store {
 	b.Helper()
 	s, err := store.Open(filepath.Join(b.TempDir(), "pacer.db"), store.Options{})
 	if err != nil {
@@ -180,13 +193,22 @@ func openPopulated(b *testing.B, n, depth int) *store.Store {
 		var recs []store.PollRecord
 		for i := lo; i < hi; i++ {
 			name := fmt.Sprintf("src-%06d", i)
-			states = append(states, healthyState(name, depth, t0))
+			st := healthyState(name, depth, t0)
+			st.HistorySeq = int64(depth)
+			states = append(states, st)
 			for d := range depth {
-				recs = append(recs, healthyRecord(name, t0.Add(time.Duration(d)*time.Second)))
+				r := healthyRecord(name, t0.Add(time.Duration(d)*time.Second))
+				r.Seq = int64(d + 1)
+				recs = append(recs, r)
 			}
 		}
-		if err := w.save(context.Background(), states, recs, 0); err != nil {
+		if err := s.SaveBatch(context.Background(), states, recs, 100); err != nil {
 			b.Fatal(err)
+		}
+		if withBare {
+			if err := w.save(context.Background(), nil, recs, 0); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	b.Logf("store populated: %d sources x %d records in %v", n, depth, time.Since(start).Round(time.Millisecond))
@@ -203,7 +225,7 @@ func openPopulated(b *testing.B, n, depth int) *store.Store {
 // daemon's commit does.
 func BenchmarkCommitRate(b *testing.B) {
 	const nsrc, keep = 20_000, 100
-	s := openPopulated(b, nsrc, keep)
+	s := openPopulated(b, nsrc, keep, true)
 	w := bare(b, s)
 	names := make([]string, nsrc)
 	for i := range names {
@@ -254,16 +276,12 @@ func BenchmarkCommitRate(b *testing.B) {
 		seq[name] = keep
 	}
 	saveDaemon := func(states []store.SourceState, recs []store.PollRecord) error {
-		var trim []string
 		for i := range recs {
 			seq[recs[i].Source]++
 			recs[i].Seq = seq[recs[i].Source]
 			states[i].HistorySeq = recs[i].Seq
-			if recs[i].Seq%(keep/4) == 0 {
-				trim = append(trim, recs[i].Source)
-			}
 		}
-		return s.SaveBatchTrim(context.Background(), states, recs, keep, trim)
+		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
 	for _, batch := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("daemon/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true, saveDaemon) })
@@ -320,7 +338,11 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	tick := bench.EnvDuration("PACER_BENCH_TICK", 50*time.Millisecond) // the flusher's flushDelay
 	window := bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second)
 	rounds := bench.EnvInt("PACER_BENCH_ROUNDS", 3)
-	s := openPopulated(b, nsrc, bench.EnvInt("PACER_BENCH_HISTORY", 10))
+	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered"}
+	if k := os.Getenv("PACER_BENCH_KINDS"); k != "" {
+		kinds = strings.Split(k, ",") // e.g. daemon,bare
+	}
+	s := openPopulated(b, nsrc, bench.EnvInt("PACER_BENCH_HISTORY", 10), slices.Contains(kinds, "bare"))
 	w := bare(b, s)
 	w.spent = map[string]time.Duration{}
 	names := make([]string, nsrc)
@@ -379,13 +401,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	// daemon is what the flusher does: records numbered by the caller, each
 	// source's history trimmed once per keep/4 of its records.
 	daemon := func(states []store.SourceState, recs []store.PollRecord) error {
-		var trim []string
-		for _, r := range recs {
-			if r.Seq%(keep/4) == 0 {
-				trim = append(trim, r.Source)
-			}
-		}
-		return s.SaveBatchTrim(context.Background(), states, recs, keep, trim)
+		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
 	// saveBatch leaves the numbering to the store (a read of each source's
 	// newest record) and trims at every record.
@@ -399,10 +415,6 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		return w.save(context.Background(), states, recs, keep)
 	}
 	res := map[string][]float64{}
-	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered"}
-	if k := os.Getenv("PACER_BENCH_KINDS"); k != "" {
-		kinds = strings.Split(k, ",") // e.g. daemon,bare
-	}
 	for r := range rounds {
 		for _, kind := range kinds {
 			var cpu, p99 float64
@@ -450,7 +462,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 //	go test ./store -run '^$' -bench BenchmarkLoadStates -benchtime=3x -count 3
 func BenchmarkLoadStates(b *testing.B) {
 	const n = 100_000
-	s := openPopulated(b, n, 0)
+	s := openPopulated(b, n, 0, false)
 	db := bare(b, s).db
 	const cols = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 		"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +

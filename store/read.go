@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -105,35 +108,66 @@ func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, e
 	return st, true, nil
 }
 
-// History returns up to n poll records of a source, newest (last saved)
+// History returns up to n poll records of a source, newest (largest Seq)
 // first. n <= 0 returns none.
 func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
 	out := make([]PollRecord, 0)
 	if n <= 0 {
 		return out, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+tableRecords+
-		" WHERE skey = "+s.bind(1)+" AND source = "+s.bind(2)+" ORDER BY seq DESC LIMIT "+s.bind(3), skey(name), name, n)
-	if err != nil {
+	fail := func(err error) ([]PollRecord, error) {
 		return nil, fmt.Errorf("store: history of %q: %w", name, err)
+	}
+	key := skey(name)
+	where := " WHERE skey = " + s.bind(1) + " AND source = " + s.bind(2)
+	var tail []byte
+	var keepFrom int64
+	err := s.sql.QueryRowContext(ctx, "SELECT data, keep_from FROM "+tableTail+where, key, name).Scan(&tail, &keepFrom)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return out, nil
+	case err != nil:
+		return fail(err)
+	}
+	// Newest first: the tail, then the blocks from the newest. A Seq seen
+	// again further on is an older copy (a record saved again replaces it).
+	seen := map[int64]bool{}
+	add := func(blob []byte) error {
+		recs, err := decodeBlob(name, blob)
+		if err != nil {
+			return err
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			if r := recs[i]; r.Seq >= keepFrom && !seen[r.Seq] {
+				seen[r.Seq] = true
+				out = append(out, r)
+			}
+		}
+		return nil
+	}
+	if err := add(tail); err != nil {
+		return fail(err)
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT data FROM "+tableBlocks+where+" AND last_seq >= "+s.bind(3)+
+		" ORDER BY last_seq DESC", key, name, keepFrom)
+	if err != nil {
+		return fail(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var r PollRecord
-		var started int64
-		var code, exit sql.NullInt64
-		if err := rows.Scan(&r.Source, &r.Seq, &started, &r.DurationMs, &r.Outcome, &r.Error,
-			&code, &exit, &r.Bytes); err != nil {
-			return nil, fmt.Errorf("store: history of %q: %w", name, err)
+	for rows.Next() && len(out) < n+int(blockSize(0)) {
+		var blob []byte
+		if err := rows.Scan(&blob); err != nil {
+			return fail(err)
 		}
-		r.StartedAt = fromMicros(started)
-		r.StatusCode, r.ExitCode = nullInt(code), nullInt(exit)
-		out = append(out, r)
+		if err := add(blob); err != nil {
+			return fail(err)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: history of %q: %w", name, err)
+		return fail(err)
 	}
-	return out, nil
+	slices.SortStableFunc(out, func(a, b PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
+	return out[:min(n, len(out))], nil
 }
 
 func nullInt(v sql.NullInt64) *int {

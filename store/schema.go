@@ -2,13 +2,13 @@ package store
 
 import "hash/fnv"
 
-// The tables of states and records are created by hand rather than by
+// The tables of states and history (history.go) are created by hand rather than by
 // gorm: their primary key starts with a column that is in no struct, the
 // hash of the source's name (NameHash), and SQLite keeps them clustered on
 // that key (WITHOUT ROWID). Sources whose names hash close together are then
 // stored together, and the scheduler phases "@every" sources by the same
 // hash, so the sources polled in one 50 ms window, whose states and records
-// one commit writes, are neighbours in both tables: the commit dirties a
+// one commit writes, are neighbours in the tables: the commit dirties a
 // few pages instead of one or two per source. (100,000 sources polled once
 // a minute: 0.37x the CPU of the same rows scattered; see BENCHMARKS.md.)
 
@@ -34,20 +34,6 @@ const stateDDL = `CREATE TABLE IF NOT EXISTS ` + tableStates + ` (
 	history_seq INTEGER NOT NULL DEFAULT 0,
 	updated_at INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (skey, name)
-) WITHOUT ROWID`
-
-const recordDDL = `CREATE TABLE IF NOT EXISTS ` + tableRecords + ` (
-	skey INTEGER NOT NULL,
-	source TEXT NOT NULL,
-	seq INTEGER NOT NULL,
-	started_at INTEGER NOT NULL DEFAULT 0,
-	duration_ms INTEGER NOT NULL DEFAULT 0,
-	outcome TEXT NOT NULL DEFAULT '',
-	error TEXT NOT NULL DEFAULT '',
-	status_code INTEGER,
-	exit_code INTEGER,
-	bytes INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (skey, source, seq)
 ) WITHOUT ROWID`
 
 // NameHash is a 64-bit hash of a source's name: FNV-1a, then the MurmurHash3

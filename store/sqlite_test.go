@@ -41,7 +41,7 @@ func TestSQLite(t *testing.T) {
 // record of source.
 func failRecordsOfSQLite(t *testing.T, s *store.Store, source string) {
 	t.Helper()
-	q := "CREATE TRIGGER fail_records BEFORE INSERT ON poll_records WHEN NEW.source = '" + source +
+	q := "CREATE TRIGGER fail_records BEFORE INSERT ON history_tail WHEN NEW.source = '" + source +
 		"' BEGIN SELECT RAISE(ABORT, 'records of " + source + " refused by the test'); END"
 	if err := store.GormDB(s).Exec(q).Error; err != nil {
 		t.Fatalf("create trigger: %v", err)

@@ -25,7 +25,6 @@ const MaxPendingCommands = 100
 // what gorm creates.
 const (
 	tableStates   = "source_states"
-	tableRecords  = "poll_records"
 	tableCommands = "commands"
 	tableMeta     = "pacer_meta"
 )
@@ -34,7 +33,7 @@ const (
 const (
 	metaSchemaVersion = "schema_version"
 	metaHeartbeat     = "heartbeat"
-	schemaVersion     = "2"
+	schemaVersion     = "3"
 )
 
 // ErrNotFound is returned (wrapped) when a command asked for by id does not
@@ -43,9 +42,6 @@ var ErrNotFound = errors.New("not found")
 
 // TableName pins the table of SourceState.
 func (SourceState) TableName() string { return tableStates }
-
-// TableName pins the table of PollRecord.
-func (PollRecord) TableName() string { return tableRecords }
 
 // TableName pins the table of Command.
 func (Command) TableName() string { return tableCommands }
@@ -61,9 +57,10 @@ type metaRow struct {
 // TableName pins the table of metaRow.
 func (metaRow) TableName() string { return tableMeta }
 
-// models is every table the store owns, in creation order.
+// models is every table the store owns, in creation order: a model, or
+// the name of a table created by hand.
 func models() []any {
-	return []any{&SourceState{}, &PollRecord{}, &Command{}, &metaRow{}}
+	return []any{&SourceState{}, tableTail, tableBlocks, &Command{}, &metaRow{}}
 }
 
 // Options tune Open. The zero value is ready to use.
@@ -187,10 +184,10 @@ func (s *Store) migrate() error {
 	})
 }
 
-// autoMigrate creates the tables: states and records by hand (see
-// schema.go), the CLI's command queue and the meta table through gorm.
+// autoMigrate creates the tables: states and history by hand (see
+// schema.go and history.go), the CLI's command queue and the meta table through gorm.
 func autoMigrate(db *gorm.DB) error {
-	for _, ddl := range []string{stateDDL, recordDDL} {
+	for _, ddl := range []string{stateDDL, tailDDL, blocksDDL} {
 		if err := db.Exec(ddl).Error; err != nil {
 			return err
 		}

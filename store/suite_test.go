@@ -35,7 +35,7 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("SaveBatchCancelled", func(t *testing.T) { testSaveBatchCancelled(t, open(t)) })
 	t.Run("SaveBatchInvalid", func(t *testing.T) { testSaveBatchInvalid(t, open(t)) })
 	t.Run("HistoryTrim", func(t *testing.T) { testHistoryTrim(t, open(t)) })
-	t.Run("HistoryTrimSelected", func(t *testing.T) { testHistoryTrimSelected(t, open(t)) })
+	t.Run("HistoryBlocks", func(t *testing.T) { testHistoryBlocks(t, open(t)) })
 	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
 	t.Run("HistoryGivenSeq", func(t *testing.T) { testHistoryGivenSeq(t, open(t)) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
@@ -626,42 +626,47 @@ func testConcurrent(t *testing.T, s *store.Store) {
 	}
 }
 
-// testHistoryTrimSelected: SaveBatchTrim trims only the sources it names,
-// whether or not they got a record in that batch.
-func testHistoryTrimSelected(t *testing.T, st *store.Store) {
-	ctx := context.Background()
-	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	for i := range 6 {
-		recs := []store.PollRecord{
-			{Source: "a", StartedAt: base.Add(time.Duration(i) * time.Second), Outcome: store.OutcomeSuccess},
-			{Source: "b", StartedAt: base.Add(time.Duration(i) * time.Second), Outcome: store.OutcomeSuccess},
+// testHistoryBlocks saves many records of a source, in batches of 1 to 7,
+// numbered by the caller or not, across many moves of its tail into blocks,
+// and checks after every batch that History returns exactly its newest keep
+// records, newest first, each with its own content; a source that gets no
+// record meanwhile keeps all of its own.
+func testHistoryBlocks(t *testing.T, s *store.Store) {
+	save(t, s, nil, []store.PollRecord{record("quiet", base(), store.OutcomeSuccess)}, 3)
+	for _, keep := range []int{1, 8, 100} {
+		name := fmt.Sprintf("k%d", keep)
+		var seq int64
+		total := 3*keep + 40
+		for seq < int64(total) {
+			n := int(seq%7) + 1
+			var recs []store.PollRecord
+			for range n {
+				seq++
+				r := record(name, base().Add(time.Duration(seq)*time.Second), store.OutcomeSuccess)
+				r.Bytes = seq
+				if seq%3 != 0 {
+					r.Seq = seq // the others are numbered by the store
+				}
+				recs = append(recs, r)
+			}
+			save(t, s, nil, recs, keep)
+			h, err := s.History(t.Context(), name, keep+10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := min(int(seq), keep); len(h) != want {
+				t.Fatalf("keep %d, after seq %d: %d records, want %d", keep, seq, len(h), want)
+			}
+			for i, r := range h {
+				if want := seq - int64(i); r.Seq != want || r.Bytes != want ||
+					!r.StartedAt.Equal(stored(base().Add(time.Duration(want)*time.Second))) {
+					t.Fatalf("keep %d, after seq %d: record %d is %+v, want seq %d", keep, seq, i, r, want)
+				}
+			}
 		}
-		if err := st.SaveBatchTrim(ctx, nil, recs, 2, nil); err != nil {
-			t.Fatal(err)
-		}
 	}
-	count := func(name string) int {
-		rs, err := st.History(ctx, name, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(rs)
-	}
-	if count("a") != 6 || count("b") != 6 {
-		t.Fatalf("untrimmed: a %d, b %d records, want 6 and 6", count("a"), count("b"))
-	}
-	if err := st.SaveBatchTrim(ctx, nil, nil, 2, []string{"a"}); err != nil {
-		t.Fatal(err)
-	}
-	if count("a") != 2 || count("b") != 6 {
-		t.Fatalf("after trimming a: a %d, b %d records, want 2 and 6", count("a"), count("b"))
-	}
-	rs, err := st.History(ctx, "a", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rs[0].StartedAt.Equal(base.Add(5 * time.Second)) {
-		t.Errorf("trim kept %v, want the newest", rs[0].StartedAt)
+	if h, err := s.History(t.Context(), "quiet", 10); err != nil || len(h) != 1 {
+		t.Errorf("history of quiet: %d records, %v; want its 1", len(h), err)
 	}
 }
 

@@ -52,15 +52,16 @@ type SourceState struct {
 
 // PollRecord is one entry of a source's poll history.
 type PollRecord struct {
-	Source string `gorm:"primaryKey;size:255" json:"-"`
+	Source string `json:"-"`
 	// Seq numbers a source's records from 1 in the order they were saved:
 	// the higher, the newer. SaveBatch keeps a Seq given (> 0; a record
-	// with the Seq of a stored one replaces it) and numbers a record with
-	// Seq 0 after the source's newest stored one. History returns it.
-	Seq        int64     `gorm:"primaryKey;autoIncrement:false" json:"-"`
-	StartedAt  time.Time `gorm:"type:bigint" json:"started_at"`
+	// with the Seq of a stored one replaces it for readers) and numbers a
+	// record with Seq 0 after the source's newest stored one. History
+	// returns it.
+	Seq        int64     `json:"-"`
+	StartedAt  time.Time `json:"started_at"`
 	DurationMs int64     `json:"duration_ms"`
-	Outcome    string    `gorm:"size:16" json:"outcome"`
+	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error"`
 	StatusCode *int      `json:"status_code,omitempty"`
 	ExitCode   *int      `json:"exit_code,omitempty"`

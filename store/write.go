@@ -30,10 +30,6 @@ const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throt
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
 	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at"
 
-// recordColumns lists PollRecord's columns in the order History reads them;
-// recordArgs binds skey first, then these.
-const recordColumns = "source, seq, started_at, duration_ms, outcome, error, status_code, exit_code, bytes"
-
 // bindFunc writes the i-th (from 1) bind variable of a statement in the
 // syntax of the database: "?" for SQLite, "$i" for PostgreSQL.
 type bindFunc func(i int) string
@@ -42,10 +38,13 @@ func sqliteBind(int) string { return "?" }
 
 // writer holds the statements of SaveBatch, prepared once per store.
 type writer struct {
-	states  [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
-	records [rowSizes]*sql.Stmt // records[k] upserts 1<<k records
-	maxSeq  *sql.Stmt           // (skey, source) → the newest seq, 0 if none
-	trim    *sql.Stmt           // (skey, source, seq) deletes its records up to seq
+	states [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
+	tails  [rowSizes]*sql.Stmt // tails[k] appends to 1<<k sources' tails
+	// lastSeq reads a source's newest Seq (no row: none saved yet).
+	lastSeq *sql.Stmt
+	// seal moves a source's tail to a block, clear empties the tail, and
+	// trim deletes the blocks older than the tail's keep_from.
+	seal, clear, trim *sql.Stmt
 }
 
 // prepareWriter prepares the statements of SaveBatch on db. It must run
@@ -70,26 +69,35 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 		sets = append(sets, c+" = excluded."+c)
 	}
 	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
-	rcols := strings.Split(recordColumns, ", ")
-	rsets := make([]string, 0, len(rcols)-2)
-	for _, c := range rcols[2:] {
-		rsets = append(rsets, c+" = excluded."+c)
-	}
-	recUpsert := " ON CONFLICT (skey, source, seq) DO UPDATE SET " + strings.Join(rsets, ", ")
+	// A tail grows by the records of the batch; last_seq and keep_from
+	// only move forward.
+	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + tableTail + ".data || excluded.data, " +
+		"last_seq = CASE WHEN excluded.last_seq > " + tableTail + ".last_seq THEN excluded.last_seq ELSE " + tableTail + ".last_seq END, " +
+		"keep_from = CASE WHEN excluded.keep_from > " + tableTail + ".keep_from THEN excluded.keep_from ELSE " + tableTail + ".keep_from END"
 	for k := range rowSizes {
 		if w.states[k], err = prep(insertSQL(tableStates, "skey, "+stateColumns, 1<<k, bind) + upsert); err != nil {
 			return w, err
 		}
-		if w.records[k], err = prep(insertSQL(tableRecords, "skey, "+recordColumns, 1<<k, bind) + recUpsert); err != nil {
+		if w.tails[k], err = prep(insertSQL(tableTail, "skey, source, data, last_seq, keep_from", 1<<k, bind) + tailUpsert); err != nil {
 			return w, err
 		}
 	}
-	if w.maxSeq, err = prep("SELECT COALESCE(MAX(seq), 0) FROM " + tableRecords +
-		" WHERE skey = " + bind(1) + " AND source = " + bind(2)); err != nil {
+	where := " WHERE skey = " + bind(1) + " AND source = " + bind(2)
+	if w.lastSeq, err = prep("SELECT last_seq FROM " + tableTail + where); err != nil {
 		return w, err
 	}
-	w.trim, err = prep("DELETE FROM " + tableRecords + " WHERE skey = " + bind(1) + " AND source = " + bind(2) +
-		" AND seq <= " + bind(3))
+	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (skey, source, last_seq, data) SELECT skey, source, last_seq, data FROM " +
+		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = " +
+		tableBlocks + ".data || excluded.data"); err != nil {
+		return w, err
+	}
+	// SQLite numbers "?" in order of appearance: the new data comes first.
+	if w.clear, err = prep("UPDATE " + tableTail + " SET data = " + bind(1) + " WHERE skey = " + bind(2) +
+		" AND source = " + bind(3)); err != nil {
+		return w, err
+	}
+	w.trim, err = prep("DELETE FROM " + tableBlocks + where + " AND last_seq < (SELECT keep_from FROM " + tableTail +
+		" WHERE skey = " + bind(3) + " AND source = " + bind(4) + ")")
 	return w, err
 }
 
@@ -118,7 +126,7 @@ func insertSQL(table, columns string, rows int, bind bindFunc) string {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range slices.Concat(w.states[:], w.records[:], []*sql.Stmt{w.maxSeq, w.trim}) {
+	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim}) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -157,20 +165,6 @@ func stateArgs(row *stateRow, dst []any) []any {
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt))
 }
 
-// recordArgs appends r's values in recordColumns order, with seq.
-func recordArgs(r *PollRecord, seq int64, dst []any) []any {
-	return append(dst, skey(r.Source), r.Source, seq, micros(r.StartedAt), r.DurationMs, r.Outcome, r.Error,
-		nullable(r.StatusCode), nullable(r.ExitCode), r.Bytes)
-}
-
-// nullable turns a nil pointer into SQL NULL and any other into its value.
-func nullable[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // checkColumns compares the column lists of the hand-written SQL with the
 // schema gorm derives from the structs, so that a field added to one cannot
 // be silently left out of the other.
@@ -178,7 +172,7 @@ func checkColumns(db *gorm.DB) error {
 	for _, c := range []struct {
 		model   any
 		columns string
-	}{{&SourceState{}, stateColumns}, {&PollRecord{}, recordColumns}} {
+	}{{&SourceState{}, stateColumns}} {
 		stmt := &gorm.Statement{DB: db}
 		if err := stmt.Parse(c.model); err != nil {
 			return fmt.Errorf("parse schema: %w", err)
@@ -198,24 +192,13 @@ func checkColumns(db *gorm.DB) error {
 // (keep <= 0 keeps all). Either all of it is committed or none of it.
 //
 // The arguments are not modified: a record without a Seq gets one in the
-// database only, in the order given, after the source's stored ones. Times are stored
-// in UTC at microsecond precision, and UpdatedAt is set to the commit time.
-// When a name occurs more than once in states, the last occurrence wins.
+// database only, in the order given, after the source's stored ones. A
+// record with the Seq of a stored one replaces it for readers. Times are
+// stored in UTC at microsecond precision, and UpdatedAt is set to the
+// commit time. When a name occurs more than once in states, the last
+// occurrence wins.
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
-	return s.saveBatch(ctx, states, records, keep, nil, true)
-}
-
-// SaveBatchTrim is SaveBatch, but it trims the history of the sources in
-// trim only (to their newest keep records), whether or not they got a
-// record. The daemon trims a source once every few records instead of at
-// each one: a trim deletes a range of the source's records in one statement,
-// however many there are (readers cap what they return at keep).
-func (s *Store) SaveBatchTrim(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string) error {
-	return s.saveBatch(ctx, states, records, keep, trim, false)
-}
-
-func (s *Store) saveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int, trim []string, trimRecorded bool) error {
-	if len(states) == 0 && len(records) == 0 && len(trim) == 0 {
+	if len(states) == 0 && len(records) == 0 {
 		return nil
 	}
 	sts, err := prepareStates(states, now())
@@ -227,13 +210,24 @@ func (s *Store) saveBatch(ctx context.Context, states []SourceState, records []P
 			return fmt.Errorf("store: save batch: record #%d has no source", i)
 		}
 	}
-	if err := s.commitBatch(ctx, sts, records, keep, trim, trimRecorded); err != nil {
+	if err := s.commitBatch(ctx, sts, records, keep); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollRecord, keep int, trim []string, trimRecorded bool) (err error) {
+// tailRow is what one batch appends to a source's tail.
+type tailRow struct {
+	key      int64
+	name     string
+	data     []byte // its records, packed, in the order given
+	last     int64  // the largest Seq of the batch (or stored, once read)
+	read     bool   // last includes the stored newest Seq
+	keepFrom int64  // -1: no trimming
+	seal     bool   // a Seq of the batch is a multiple of the block size
+}
+
+func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollRecord, keep int) (err error) {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -250,72 +244,92 @@ func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollR
 	}); err != nil {
 		return fmt.Errorf("upsert states: %w", err)
 	}
+	if len(records) == 0 {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	}
 
-	// newest is each source's newest seq: the largest given in this batch,
-	// or, for a record without one, read once from the table and advanced.
-	newest := map[string]int64{}
-	looked := map[string]bool{}
-	maxSeq := tx.StmtContext(ctx, s.w.maxSeq)
-	lookup := func(src string) (int64, error) {
-		if looked[src] {
-			return newest[src], nil
-		}
-		var n int64
-		if err := maxSeq.QueryRowContext(ctx, skey(src), src).Scan(&n); err != nil {
-			return 0, fmt.Errorf("newest record of %q: %w", src, err)
-		}
-		looked[src] = true
-		newest[src] = max(newest[src], n)
-		return newest[src], nil
+	tails, err := s.packRecords(ctx, tx, records, keep)
+	if err != nil {
+		return err
 	}
-	seqs := make([]int64, len(records))
-	for i := range records {
-		src, seq := records[i].Source, records[i].Seq
-		if seq <= 0 {
-			n, err := lookup(src)
-			if err != nil {
-				return err
-			}
-			seq = n + 1
-		}
-		seqs[i] = seq
-		newest[src] = max(newest[src], seq)
-	}
-	if err := execRows(ctx, tx, &s.w.records, len(records), func(i int, dst []any) []any {
-		return recordArgs(&records[i], seqs[i], dst)
+	if err := execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
+		t := &tails[i]
+		return append(dst, t.key, t.name, t.data, t.last, t.keepFrom)
 	}); err != nil {
-		return fmt.Errorf("insert records: %w", err)
+		return fmt.Errorf("append records: %w", err)
 	}
-
-	if keep > 0 {
-		if trimRecorded {
-			trim = make([]string, 0, len(newest))
-			for src := range newest {
-				trim = append(trim, src)
-			}
-			slices.Sort(trim)
+	seal, clear, trim := tx.StmtContext(ctx, s.w.seal), tx.StmtContext(ctx, s.w.clear), tx.StmtContext(ctx, s.w.trim)
+	for i := range tails {
+		t := &tails[i]
+		if !t.seal {
+			continue
 		}
-		del := tx.StmtContext(ctx, s.w.trim)
-		for _, src := range trim {
-			n, ok := newest[src]
-			if !ok {
-				var err error
-				if n, err = lookup(src); err != nil {
-					return err
-				}
-			}
-			if n <= int64(keep) {
-				continue
-			}
-			if _, err := del.ExecContext(ctx, skey(src), src, n-int64(keep)); err != nil {
-				return fmt.Errorf("trim history of %q: %w", src, err)
-			}
+		if _, err := seal.ExecContext(ctx, t.key, t.name); err != nil {
+			return fmt.Errorf("history of %q: seal block: %w", t.name, err)
+		}
+		if _, err := clear.ExecContext(ctx, []byte{}, t.key, t.name); err != nil {
+			return fmt.Errorf("history of %q: clear tail: %w", t.name, err)
+		}
+		if _, err := trim.ExecContext(ctx, t.key, t.name, t.key, t.name); err != nil {
+			return fmt.Errorf("history of %q: trim: %w", t.name, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// packRecords groups records by source, numbers those without a Seq after
+// the source's newest (read once per source, within tx), and returns one
+// tail row per source in the order of the table.
+func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecord, keep int) ([]tailRow, error) {
+	tails := make([]tailRow, 0, len(records))
+	index := make(map[string]int, len(records))
+	block := blockSize(keep)
+	var lastSeq *sql.Stmt
+	for i := range records {
+		r := &records[i]
+		j, ok := index[r.Source]
+		if !ok {
+			j = len(tails)
+			index[r.Source] = j
+			tails = append(tails, tailRow{key: skey(r.Source), name: r.Source, keepFrom: -1})
+		}
+		t := &tails[j]
+		seq := r.Seq
+		if seq <= 0 {
+			if !t.read {
+				if lastSeq == nil {
+					lastSeq = tx.StmtContext(ctx, s.w.lastSeq)
+				}
+				var stored int64
+				if err := lastSeq.QueryRowContext(ctx, t.key, t.name).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return nil, fmt.Errorf("newest record of %q: %w", t.name, err)
+				}
+				t.last, t.read = max(t.last, stored), true
+			}
+			seq = t.last + 1
+		}
+		t.last = max(t.last, seq)
+		t.seal = t.seal || seq%block == 0
+		t.data = appendRecord(t.data, r, seq)
+	}
+	for i := range tails {
+		if keep > 0 {
+			tails[i].keepFrom = max(tails[i].last-int64(keep)+1, 0)
+		}
+	}
+	slices.SortFunc(tails, func(a, b tailRow) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return tails, nil
 }
 
 // stateRow is a state with its row key (skey of its name), computed once.
