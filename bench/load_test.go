@@ -378,7 +378,10 @@ func BenchmarkLoad(b *testing.B) {
 					stop := make(chan struct{})
 					base := srv.fds()
 					wait := bareClient(c.k, srv.URL, stop)
-					bp = srv.measure(base, warm, window)
+					time.Sleep(warm)
+					stopProf := profile(b, fmt.Sprintf("%s-bare-r%d", c.name, r+1))
+					bp = srv.measure(base, 0, window)
+					stopProf()
 					close(stop)
 					wait()
 				}

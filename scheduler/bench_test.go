@@ -660,7 +660,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 	for _, c := range []struct {
 		records bool
 		rate    int
-	}{{false, 50_000}, {false, 100_000}, {true, 10_000}, {true, 20_000}} {
+	}{{false, 50_000}, {false, 100_000}, {true, 10_000}, {true, 50_000}} {
 		rate, payload := c.rate, "state"
 		if c.records {
 			payload = "state+record"

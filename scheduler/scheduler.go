@@ -573,6 +573,12 @@ func (s *Scheduler) resizeWorkers(n int) {
 
 // work is one worker: a global permit. It takes jobs until ctx is done.
 func (s *Scheduler) work(ctx context.Context) {
+	// The worker's polls derive from its own child of pollCtx, so that a
+	// poll's timeout context registers with this worker's context instead
+	// of with pollCtx, which every worker shares (a contended lock and map
+	// insertion per poll); stopping the polls still reaches every poll.
+	pollCtx, cancel := context.WithCancel(s.pollCtx)
+	defer cancel()
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
 		if j == nil {
@@ -583,12 +589,12 @@ func (s *Scheduler) work(ctx context.Context) {
 			s.requeue(j)
 			return
 		}
-		s.run(j)
+		s.run(pollCtx, j)
 	}
 }
 
 // run performs one poll and applies its outcome.
-func (s *Scheduler) run(j *job) {
+func (s *Scheduler) run(pollCtx context.Context, j *job) {
 	e := j.e
 	start := s.clock.Now()
 	s.m.semaphoreWait.Observe(start.Sub(j.readyAt).Seconds())
@@ -606,7 +612,7 @@ func (s *Scheduler) run(j *job) {
 	s.mu.Unlock()
 
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.waitAt(s.pollCtx, e.sl, seq)
+	s.flush.waitAt(pollCtx, e.sl, seq)
 	if j.trigger && brk != nil {
 		brk.ForceProbe()
 	}
@@ -616,7 +622,7 @@ func (s *Scheduler) run(j *job) {
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
-	ctx, cancel := context.WithTimeout(s.pollCtx, src.Timeout)
+	ctx, cancel := context.WithTimeout(pollCtx, src.Timeout)
 	var res sources.Result
 	call := func() error {
 		res = poller.Poll(ctx)

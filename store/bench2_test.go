@@ -332,13 +332,15 @@ func BenchmarkCommitRate(b *testing.B) {
 //     statements, trimming at every record (the baseline: SQLite alone);
 //   - daemon-scattered: daemon with the sources in a random order, i.e.
 //     each commit's rows all over the tables (phases unrelated to the
-//     tables' order, as in pacer before its tables were keyed by the hash).
+//     tables' order, as in pacer before its tables were keyed by the hash);
+//   - none: the same replay writing nothing, the harness's own CPU (the
+//     store's share of a variant is its figure minus this one).
 func BenchmarkStoreMinuteLoad(b *testing.B) {
 	const nsrc, keep = 100_000, 100
 	tick := bench.EnvDuration("PACER_BENCH_TICK", 50*time.Millisecond) // the flusher's flushDelay
 	window := bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second)
 	rounds := bench.EnvInt("PACER_BENCH_ROUNDS", 3)
-	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered"}
+	kinds := []string{"daemon", "saveBatch", "bare", "daemon-scattered", "none"}
 	if k := os.Getenv("PACER_BENCH_KINDS"); k != "" {
 		kinds = strings.Split(k, ",") // e.g. daemon,bare
 	}
@@ -435,6 +437,8 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 					100*w.spent["trim"].Seconds()/total.Seconds(), 100*w.spent["commit"].Seconds()/total.Seconds())
 			case "daemon-scattered":
 				cpu, p99 = replay(scattered, daemon)
+			case "none":
+				cpu, p99 = replay(phaseOrder, func([]store.SourceState, []store.PollRecord) error { return nil })
 			}
 			res[kind+"-cpu%"] = append(res[kind+"-cpu%"], 100*cpu)
 			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)
