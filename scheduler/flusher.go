@@ -51,6 +51,11 @@ type flusher struct {
 	lastErr error
 	changed chan struct{} // closed and replaced after every commit attempt
 	kick    chan struct{}
+
+	// Buffers of flush, reused from one commit to the next.
+	bufTaken   []write
+	bufStates  []store.SourceState
+	bufRecords []store.PollRecord
 }
 
 // slot is one source's bookkeeping in the flusher. Its fields are guarded
@@ -286,17 +291,19 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		f.mu.Unlock()
 		return false, nil
 	}
-	taken := make([]write, n)
+	// The buffers of one commit are reused by the next (flush never runs
+	// concurrently with itself); they are cleared once the commit is over.
+	taken := slices.Grow(f.bufTaken[:0], n)[:n]
 	copy(taken, f.queue[f.head:f.head+n])
 	clear(f.queue[f.head : f.head+n])
 	f.head += n
 	f.compact()
-	states := make([]store.SourceState, n)
+	states := slices.Grow(f.bufStates[:0], n)[:n]
 	nrec := 0
 	for i := range taken {
 		nrec += len(taken[i].recs)
 	}
-	records := make([]store.PollRecord, 0, nrec)
+	records := slices.Grow(f.bufRecords[:0], nrec)
 	for i := range taken {
 		w := &taken[i]
 		w.sl.pend = -1
@@ -359,15 +366,19 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	close(f.changed)
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
-	if err != nil {
-		return false, err
-	}
-	if f.onSave != nil {
+	if err == nil && f.onSave != nil {
 		names := make([]string, len(taken))
 		for i := range taken {
 			names[i] = taken[i].sl.name
 		}
 		f.onSave(names)
+	}
+	clear(taken)
+	clear(states)
+	clear(records)
+	f.bufTaken, f.bufStates, f.bufRecords = taken[:0], states[:0], records[:0]
+	if err != nil {
+		return false, err
 	}
 	return more, nil
 }
