@@ -387,6 +387,10 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 // is taken, else when it is over half the slice. mu held.
 func (f *flusher) compact() {
 	switch {
+	case f.head == len(f.queue) && cap(f.queue) > 2*maxBatch:
+		// A backlog (the first states of 100,000 new sources at start-up)
+		// is over: release its slice instead of keeping it for good.
+		f.queue, f.head = nil, 0
 	case f.head == len(f.queue):
 		f.queue, f.head = f.queue[:0], 0
 	case f.head > 1024 && 2*f.head > len(f.queue):

@@ -70,6 +70,9 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 	if f.pending(fmt.Sprintf("s%05d", n-1), last) {
 		t.Error("the last state is still pending after flushAll")
 	}
+	if c := cap(f.queue); c > 2*maxBatch {
+		t.Errorf("the queue keeps a capacity of %d writes after the backlog; want at most %d", c, 2*maxBatch)
+	}
 	states, err := st.LoadStates(t.Context())
 	if err != nil || len(states) != n {
 		t.Fatalf("LoadStates: %d states, %v; want %d", len(states), err, n)

@@ -13,7 +13,10 @@ package store_test
 //
 // PACER_BENCH_WINDOW (default 8s) and PACER_BENCH_ROUNDS (default 3) set
 // the window and rounds of BenchmarkStoreMinuteLoad; PACER_BENCH_HISTORY
-// (default 10) the records per source already in the store.
+// (default 10; 100, history.keep's default, is the steady state) the
+// records per source already in the store, PACER_BENCH_KINDS (comma-
+// separated) the variants to run, PACER_BENCH_TICK (default 50ms, the
+// flusher's gathering window) the interval between two commits.
 
 import (
 	"cmp"
