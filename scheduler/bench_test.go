@@ -281,6 +281,7 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 			var spreadCPU, spreadP99s, storeCPU, schedCPU []float64
 			spreadRec := &lagRecorder{}
 			var polls int
+			var allocB, allocN, gcs []float64
 			for r := range rounds {
 				// A new store each round: restarting on the previous round's
 				// store would make every source whose tick passed while
@@ -296,7 +297,10 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 				rec.start()
 				stopProf := profileWindow(b, fmt.Sprintf("pacer-n%d-r%d", n, r+1))
 				commit0 := commitSeconds(b, h)
+				var ms0, ms1 runtime.MemStats
+				runtime.ReadMemStats(&ms0)
 				p := cpuShare(window)
+				runtime.ReadMemStats(&ms1)
 				// The flusher's commits are CPU-bound (SQLite, wall ~ CPU):
 				// their time is the store's share of p.
 				storeShare := (commitSeconds(b, h) - commit0) / window.Seconds()
@@ -304,6 +308,11 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 				lags := rec.stop()
 				h.stop(b)
 				polls += len(lags)
+				// Allocation per poll in the window, all of pacer's: what the
+				// garbage collector has to keep up with.
+				allocB = append(allocB, float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(max(len(lags), 1)))
+				allocN = append(allocN, float64(ms1.Mallocs-ms0.Mallocs)/float64(max(len(lags), 1)))
+				gcs = append(gcs, float64(ms1.NumGC-ms0.NumGC))
 
 				cs := startCronSpread(b, cfg, spreadRec)
 				time.Sleep(time.Second) // its first sort and timer
@@ -329,8 +338,8 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 				p50s = append(p50s, float64(bench.Percentile(lags, 0.50))/1e6)
 				p99s = append(p99s, float64(bench.Percentile(lags, 0.99))/1e6)
 				maxs = append(maxs, float64(bench.Percentile(lags, 1))/1e6)
-				b.Logf("round %d: pacer %.3f%% of a core (%d polls; store %.3f%%, the rest %.3f%%), cron %.3f%% (p99 lag %.2fms), cron on pacer's spread schedules %.3f%% (p99 lag %.2fms); pacer/cron %.3f, pacer/cron-spread %.3f; lag p50 %.2fms p99 %.2fms max %.2fms",
-					r+1, 100*p, len(lags), 100*storeShare, 100*(p-storeShare), 100*cr, cronP99s[r], 100*crs, spreadP99s[r],
+				b.Logf("round %d: pacer %.3f%% of a core (%d polls; store %.3f%%, the rest %.3f%%; %.0f B in %.1f allocations per poll, %.0f GCs), cron %.3f%% (p99 lag %.2fms), cron on pacer's spread schedules %.3f%% (p99 lag %.2fms); pacer/cron %.3f, pacer/cron-spread %.3f; lag p50 %.2fms p99 %.2fms max %.2fms",
+					r+1, 100*p, len(lags), 100*storeShare, 100*(p-storeShare), allocB[r], allocN[r], gcs[r], 100*cr, cronP99s[r], 100*crs, spreadP99s[r],
 					p/cr, p/crs, p50s[r], p99s[r], maxs[r])
 			}
 			b.ReportMetric(100*bench.Median(pacerCPU), "pacer-cpu%")
@@ -346,6 +355,8 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 			b.ReportMetric(bench.Median(maxs), "lag-max-ms")
 			b.ReportMetric(bench.Median(cronP99s), "cron-lag-p99-ms")
 			b.ReportMetric(float64(polls)/float64(rounds)/window.Seconds(), "polls/s")
+			b.ReportMetric(bench.Median(allocB), "alloc-B/poll")
+			b.ReportMetric(bench.Median(allocN), "allocs/poll")
 		})
 	}
 }
