@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,23 +46,25 @@ func cmdStatus(args []string, env Env) (err error) {
 		}
 		only = src
 	}
-	st, err := openStore(cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	var states []store.SourceState
-	if only != nil {
-		// One source: one row, not the whole table.
-		s, found, err := st.GetState(context.Background(), only.Name)
+	if !storeMissing(cfg) {
+		st, err := openStore(cfg)
 		if err != nil {
 			return err
 		}
-		if found {
-			states = append(states, s)
+		defer st.Close()
+		if only != nil {
+			// One source: one row, not the whole table.
+			s, found, err := st.GetState(context.Background(), only.Name)
+			if err != nil {
+				return err
+			}
+			if found {
+				states = append(states, s)
+			}
+		} else if states, err = st.LoadStates(context.Background()); err != nil {
+			return err
 		}
-	} else if states, err = st.LoadStates(context.Background()); err != nil {
-		return err
 	}
 	byName := make(map[string]store.SourceState, len(states))
 	for _, s := range states {
@@ -160,15 +164,17 @@ func cmdHistory(args []string, env Env) (err error) {
 	if _, ok := cfg.Source(pos[0]); !ok {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
-	st, err := openStore(cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	// The store may briefly hold a few more than history.keep records.
-	recs, err := st.History(context.Background(), pos[0], min(*n, cfg.History.Keep))
-	if err != nil {
-		return err
+	var recs []store.PollRecord
+	if !storeMissing(cfg) {
+		st, err := openStore(cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		// The store may briefly hold a few more than history.keep records.
+		if recs, err = st.History(context.Background(), pos[0], min(*n, cfg.History.Keep)); err != nil {
+			return err
+		}
 	}
 	redact := cfg.Redactor().Redact
 	for i := range recs {
@@ -349,6 +355,18 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		return err
 	}
 	return st.SaveBatch(ctx, []store.SourceState{next}, nil, cfg.History.Keep)
+}
+
+// storeMissing reports whether cfg names a SQLite store file that does not
+// exist yet (no daemon has run on it): status and history then show every
+// source as never polled rather than create an empty store, which, made by
+// an operator running the CLI as root, the service could not write.
+func storeMissing(cfg *config.Config) bool {
+	if strings.Contains(cfg.Store, "://") {
+		return false
+	}
+	_, err := os.Stat(cfg.Store)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func openStore(cfg *config.Config) (*store.Store, error) {

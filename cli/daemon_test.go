@@ -177,3 +177,43 @@ func TestDescriptorClamp(t *testing.T) {
 		t.Errorf("log does not explain the clamp:\n%s", log)
 	}
 }
+
+// TestReloadNamesRestartOnlyKeys changes the store, the admin listener and
+// the log level, then sends SIGHUP: the daemon keeps serving on its first
+// listener and logs one warning naming each key, and no value.
+func TestReloadNamesRestartOnlyKeys(t *testing.T) {
+	d := startDaemon(t, "sources:\n  - {name: a, type: exec, command: [\"true\"], schedule: \"@every 1s\"}\n")
+	d.get(t, "/readyz")
+	path := d.cmd.Args[len(d.cmd.Args)-1]
+	other := freeAddr(t)
+	cfg := fmt.Sprintf("store: other.db\nadmin: {listen: %q}\nlog: {level: debug}\nshutdown_timeout: 2s\n"+
+		"sources:\n  - {name: a, type: exec, command: [\"true\"], schedule: \"@every 1s\"}\n", other)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"key=store", "key=admin.listen", "key=log.level"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		log := d.log()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(log, w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			if strings.Contains(log, "key=log.format") || strings.Contains(log, "other.db") || strings.Contains(log, other) {
+				t.Errorf("reload log names an unchanged key or a value:\n%s", log)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning with %s within 10s of SIGHUP:\n%s", missing, log)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval while the daemon reloads
+	}
+	d.get(t, "/readyz") // still on the first listener
+}

@@ -172,7 +172,33 @@ func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur
 		f.cfg = cur
 		return cur
 	}
+	for _, key := range restartOnlyChanges(cur, cfg) {
+		log.Warn("configuration key changed; it takes effect at the next restart", "key", key)
+	}
 	return cfg
+}
+
+// restartOnlyChanges lists the keys changed between old and cur that a
+// reload does not apply: the store, the admin listener and its token file,
+// and the log settings are set up once, at start. Only the names are
+// returned: a store URL may hold a password.
+func restartOnlyChanges(old, cur *config.Config) []string {
+	var keys []string
+	for _, c := range []struct {
+		key      string
+		old, cur string
+	}{
+		{"store", old.Store, cur.Store},
+		{"admin.listen", old.Admin.Listen, cur.Admin.Listen},
+		{"admin.token_file", old.Admin.TokenFile, cur.Admin.TokenFile},
+		{"log.level", old.Log.Level, cur.Log.Level},
+		{"log.format", old.Log.Format, cur.Log.Format},
+	} {
+		if c.old != c.cur {
+			keys = append(keys, c.key)
+		}
+	}
+	return keys
 }
 
 func newLogger(c config.Log, env Env) *slog.Logger {

@@ -85,3 +85,34 @@ func TestStartupGC(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCommandsLeaveNoStore: before any daemon ran, status shows the
+// configured sources as never polled and history shows none, and neither
+// creates the store file (made by root, the service could not write it).
+func TestReadCommandsLeaveNoStore(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	cfg := "store: pacer.db\nsources:\n  - {name: a, type: exec, command: [\"true\"], schedule: \"@every 1m\"}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "-config", path}, "pending"},
+		{[]string{"status", "-config", path, "a"}, "pending"},
+		{[]string{"history", "-config", path, "-json", "a"}, "[]"},
+	} {
+		var out, errOut strings.Builder
+		if code := Main(c.args, Env{Stdout: &out, Stderr: &errOut}); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%v: output %q lacks %q", c.args, out.String(), c.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pacer.db")); !os.IsNotExist(err) {
+			t.Fatalf("%v created the store (stat: %v)", c.args, err)
+		}
+	}
+}

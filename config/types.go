@@ -106,7 +106,7 @@ type Source struct {
 	// exec
 	Command []string // Command[0] resolved: absolute, or as found in PATH
 	Env     map[string]string
-	Dir     string // absolute, or "" for the config file's directory
+	Dir     string // absolute, or "" for the daemon's working directory
 
 	// Fingerprint is a hex digest of every effective field above (after
 	// expansion). A stored state whose fingerprint differs belongs to a
