@@ -71,7 +71,8 @@ const commitWait = 2 * time.Second
 
 // Trigger polls a source now, past its backoff and an open breaker, under
 // the global and group limits (rule 3.9). It returns ErrConflict for a
-// paused source or one in error. A source already polling is left alone.
+// paused source or one in error, and once shutdown has begun. A source
+// already polling is left alone.
 func (s *Scheduler) Trigger(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,11 +81,13 @@ func (s *Scheduler) Trigger(name string) error {
 		return err
 	}
 	switch {
+	case s.stopped:
+		return fmt.Errorf("%w: the daemon is shutting down", ErrConflict)
 	case e.st.Paused:
 		return fmt.Errorf("%w: source %q is paused; resume it first", ErrConflict, name)
 	case e.st.ErrorReason != "":
 		return fmt.Errorf("%w: source %q is in error; reset it first", ErrConflict, name)
-	case e.busy || s.stopped:
+	case e.busy:
 		return nil
 	}
 	s.due.remove(e)

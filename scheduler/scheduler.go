@@ -402,7 +402,9 @@ func (s *Scheduler) loop(ctx context.Context) {
 		s.mu.Lock()
 		now := s.clock.Now()
 		nowNs := now.UnixNano()
-		for {
+		// Once shutdown has begun nothing more is dispatched: the workers
+		// take no new job, and a dispatch would log a probe that never runs.
+		for !s.stopped {
 			e, at, ok := s.due.top()
 			if !ok || at > nowNs {
 				break

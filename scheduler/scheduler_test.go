@@ -247,6 +247,23 @@ func TestPauseResumeTrigger(t *testing.T) {
 	})
 }
 
+// Once shutdown has begun, trigger is refused with a conflict instead of
+// being accepted for a poll that will never start.
+func TestTriggerDuringShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("s", "schedule: \"@every 10m\""))
+		h := start(t, dir, cfg)
+		if err := h.s.Trigger("s"); err != nil {
+			t.Fatalf("trigger before shutdown: %v", err)
+		}
+		h.stop()
+		if err := h.s.Trigger("s"); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "shutting down") {
+			t.Fatalf("trigger after shutdown: %v; want a conflict naming the shutdown", err)
+		}
+	})
+}
+
 // TestReload checks rule 3.11: added sources start, removed ones stop,
 // changed ones leave the error state; stored state of a removed source is
 // restored when it is added back unchanged.
