@@ -673,6 +673,9 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		e.busy = false
+		if skipped := e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
+			s.m.poll(countSkipped).Add(float64(skipped))
+		}
 		if j.gen == e.gen && !e.removed {
 			next := e.timing.next(end)
 			if o.brk.State == breaker.Open {
