@@ -67,6 +67,7 @@ type slot struct {
 	// flying holds the records of the commit in progress, so that readers
 	// still see them (pendingRecords) until they are in the store.
 	flying   []store.PollRecord
+	inFlight bool // a write of it is in the commit in progress
 	released bool // its source is gone: drop the slot once it is clean
 }
 
@@ -115,7 +116,7 @@ func (f *flusher) release(sl *slot) {
 }
 
 func (f *flusher) dropIfClean(sl *slot) {
-	if sl.released && sl.pend < 0 && sl.flying == nil && f.slots[sl.name] == sl {
+	if sl.released && sl.pend < 0 && !sl.inFlight && f.slots[sl.name] == sl {
 		delete(f.slots, sl.name)
 	}
 }
@@ -307,6 +308,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	for i := range taken {
 		w := &taken[i]
 		w.sl.pend = -1
+		w.sl.inFlight = true
 		states[i] = w.st
 		if len(w.recs) == 0 {
 			continue
@@ -332,7 +334,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		for i := range taken {
 			w := &taken[i]
 			sl := w.sl
-			sl.flying = nil
+			sl.flying, sl.inFlight = nil, false
 			if sl.pend >= 0 {
 				nw := &f.queue[sl.pend]
 				merged := append(w.recs, nw.recs...)
@@ -358,7 +360,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		for i := range taken {
 			w := &taken[i]
 			sl := w.sl
-			sl.flying = nil
+			sl.flying, sl.inFlight = nil, false
 			sl.saved = max(sl.saved, w.seq)
 			f.dropIfClean(sl)
 		}
@@ -377,6 +379,11 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	clear(states)
 	clear(records)
 	f.bufTaken, f.bufStates, f.bufRecords = taken[:0], states[:0], records[:0]
+	// A commit after an outage may carry up to keep records per state:
+	// its records buffer is not kept beyond a few ordinary commits' worth.
+	if cap(f.bufRecords) > 4*maxBatch {
+		f.bufRecords = nil
+	}
 	if err != nil {
 		return false, err
 	}

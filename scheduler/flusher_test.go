@@ -230,3 +230,62 @@ func TestFlusherReleasesSlots(t *testing.T) {
 		t.Fatalf("stored c: %+v, %v; want PollsTotal 2", got, err)
 	}
 }
+
+// A source removed and added again while its state is in a commit that
+// fails keeps one slot: the state submitted after the re-add is the one
+// that reaches the store, not the older one put back by the failure.
+func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 300 * time.Millisecond}, 10)
+	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	c := f.slot("c")
+	f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.flush(context.Background())
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		busy := f.busy
+		f.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit did not start")
+		}
+		runtime.Gosched()
+	}
+	f.release(c) // removed during the commit...
+	again := f.slot("c")
+	f.submitTo(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
+	if again != c {
+		t.Error("the source added again got a second slot while its first was in a commit")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the commit was expected to fail: the store is locked")
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
+		t.Fatalf("stored c: PollsTotal %d, %v; want 2", got.PollsTotal, err)
+	}
+}

@@ -420,10 +420,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
-		if _, at, ok := s.due.top(); ok {
-			// Sources due within minWake are dispatched together: with
-			// 100,000 phases spread to the nanosecond, one wake-up per
-			// due time would be thousands a second.
+		if _, at, ok := s.due.top(); ok && !s.stopped {
+			// Sources due within minWake are dispatched together (cron
+			// schedules and backoff put due times anywhere, off the
+			// grid of "@every" phases). Once shutdown has begun nothing
+			// is dispatched, so the due ones do not shorten the wait.
 			wait = min(wait, max(time.Duration(at-nowNs), minWake))
 		}
 		s.mu.Unlock()

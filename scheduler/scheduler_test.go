@@ -1,12 +1,19 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -330,6 +337,60 @@ func TestDowntimeRunsOnce(t *testing.T) {
 		}
 		if skipped := h.metric("pacer_polls_total", "outcome", "skipped"); skipped != 0 {
 			t.Errorf("missed ticks during downtime counted as skipped: %v", skipped)
+		}
+	})
+}
+
+// blockingPoller polls until its context is cancelled.
+type blockingPoller struct{}
+
+func (blockingPoller) Poll(ctx context.Context) sources.Result {
+	<-ctx.Done()
+	return sources.Result{Err: ctx.Err(), ExitCode: -1}
+}
+
+// While shutdown waits for a poll in flight, sources that fall due are not
+// dispatched, and they do not make the loop spin: it wakes about once a
+// second (the watchdog's beat), not every few milliseconds.
+func TestShutdownLoopIdles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+`  - {name: slow, type: exec, command: ["true"], schedule: "@every 100ms"}
+  - {name: due, type: exec, command: ["true"], schedule: "@every 100ms"}
+`)
+		st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var passes atomic.Int64
+		s, err := New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(),
+			LoopHook: func() { passes.Add(1) },
+			NewPoller: func(src *config.Source) (sources.Poller, error) {
+				if src.Name == "slow" {
+					return blockingPoller{}, nil
+				}
+				return noopPoller{}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for s.inflightN.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("slow never started")
+			}
+			time.Sleep(10 * time.Millisecond) // fake time: poll interval while waiting for the first poll
+		}
+		before := passes.Load()
+		if err := s.Shutdown(3 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if n := passes.Load() - before; n > 10 {
+			t.Errorf("the loop made %d passes during a 3 s shutdown; want a few", n)
 		}
 	})
 }

@@ -161,3 +161,57 @@ func storedRecords(t *testing.T, s *Store, source string) (records, blocks int) 
 	}
 	return records, blocks
 }
+
+// Records saved again with old numbers land in a newer block than the
+// records they replace; History still returns the newest n by number, and
+// the tails and blocks stay BLOBs (SQLite's || makes TEXT, whose length()
+// stops at a NUL byte).
+func TestHistoryReplacedSeqs(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "pacer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(seq int64) PollRecord {
+		return PollRecord{Source: "a", Seq: seq, StartedAt: at.Add(time.Duration(seq) * time.Second), Outcome: OutcomeSuccess}
+	}
+	const keep = 100 // blocks of 25
+	for seq := int64(1); seq <= 76; seq++ {
+		if err := s.SaveBatch(ctx, nil, []PollRecord{rec(seq)}, keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var again []PollRecord
+	for seq := int64(1); seq <= 40; seq++ {
+		again = append(again, rec(seq))
+	}
+	if err := s.SaveBatch(ctx, nil, again, keep); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.History(ctx, "a", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range h {
+		got = append(got, r.Seq)
+	}
+	if want := []int64{76, 75, 74, 73, 72}; !reflect.DeepEqual(got, want) {
+		t.Errorf("History(5) seqs = %v, want %v", got, want)
+	}
+	for _, table := range []string{tableTail, tableBlocks} {
+		var n int
+		if err := s.sql.QueryRow("SELECT COUNT(*) FROM " + table + " WHERE typeof(data) <> 'blob'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s: %d rows whose data is not a BLOB", table, n)
+		}
+	}
+}

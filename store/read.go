@@ -148,16 +148,29 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 	if err := add(tail); err != nil {
 		return fail(err)
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT data FROM "+tableBlocks+where+" AND last_seq >= "+s.bind(3)+
+	rows, err := s.sql.QueryContext(ctx, "SELECT last_seq, data FROM "+tableBlocks+where+" AND last_seq >= "+s.bind(3)+
 		" ORDER BY last_seq DESC", key, name, keepFrom)
 	if err != nil {
 		return fail(err)
 	}
 	defer rows.Close()
-	for rows.Next() && len(out) < n+int(blockSize(0)) {
+	for rows.Next() {
+		var last int64
 		var blob []byte
-		if err := rows.Scan(&blob); err != nil {
+		if err := rows.Scan(&last, &blob); err != nil {
 			return fail(err)
+		}
+		// This block and the older ones hold no Seq above last: once n
+		// records above it are collected, none of them can be among the
+		// newest n.
+		above := 0
+		for i := range out {
+			if out[i].Seq > last {
+				above++
+			}
+		}
+		if above >= n {
+			break
 		}
 		if err := add(blob); err != nil {
 			return fail(err)

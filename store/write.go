@@ -71,7 +71,9 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 	// A tail grows by the records of the batch; last_seq and keep_from
 	// only move forward.
-	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + tableTail + ".data || excluded.data, " +
+	// SQLite's || yields TEXT, whose length() stops at a NUL byte: the
+	// concatenations are cast back to BLOB.
+	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = CAST(" + tableTail + ".data || excluded.data AS BLOB), " +
 		"last_seq = CASE WHEN excluded.last_seq > " + tableTail + ".last_seq THEN excluded.last_seq ELSE " + tableTail + ".last_seq END, " +
 		"keep_from = CASE WHEN excluded.keep_from > " + tableTail + ".keep_from THEN excluded.keep_from ELSE " + tableTail + ".keep_from END"
 	for k := range rowSizes {
@@ -87,8 +89,8 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 		return w, err
 	}
 	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (skey, source, last_seq, data) SELECT skey, source, last_seq, data FROM " +
-		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = " +
-		tableBlocks + ".data || excluded.data"); err != nil {
+		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = CAST(" +
+		tableBlocks + ".data || excluded.data AS BLOB)"); err != nil {
 		return w, err
 	}
 	// SQLite numbers "?" in order of appearance: the new data comes first.
