@@ -162,7 +162,9 @@ func (s *Store) migrate() error {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 		if len(rows) == 1 && rows[0].Value != schemaVersion {
-			return fmt.Errorf("the store has schema version %s; this pacer reads version %s only", rows[0].Value, schemaVersion)
+			return fmt.Errorf("the store has schema version %s; this pacer reads version %s only, and no migration "+
+				"from it exists: move the file aside, or set store: to another path, to start with an empty store",
+				rows[0].Value, schemaVersion)
 		}
 	}
 	missing := false
