@@ -664,9 +664,15 @@ func (s *Scheduler) run(pollCtx context.Context, j *job) {
 // schedules the next poll.
 func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res sources.Result, err error, start, end time.Time) {
 	e := j.e
+	// The store keeps times to the microsecond: so do the state and record
+	// in memory, or a record read before its commit would show a later
+	// start than the same record read after it.
+	dur := end.Sub(start)
+	start, end = start.Truncate(time.Microsecond), end.Truncate(time.Microsecond)
 	o := outcome{start: start, end: end, brk: breaker.Snapshot{State: breaker.Closed}, jitter: rand.Float64(), retryAfter: res.RetryAfter}
 	if brk != nil {
 		o.brk = brk.Snapshot()
+		o.brk.Until = o.brk.Until.Truncate(time.Microsecond)
 	}
 	switch {
 	case errors.Is(err, breaker.ErrOpen):
@@ -703,7 +709,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	rec := store.PollRecord{
 		Source:     e.name,
 		StartedAt:  start.UTC(),
-		DurationMs: end.Sub(start).Milliseconds(),
+		DurationMs: dur.Milliseconds(),
 		Outcome:    o.kind,
 		Error:      o.err,
 		Bytes:      res.Bytes,
@@ -744,6 +750,10 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 		reason = "reset"
 	}
 	e.st.UpdatedAt = end.UTC()
+	if e.st.NextRunAt != nil {
+		// A backoff with jitter falls anywhere: kept as the store keeps it.
+		e.st.NextRunAt = ptr(e.st.NextRunAt.Truncate(time.Microsecond))
+	}
 	s.logChange(e, prev, end, reason)
 	s.save(e, &rec)
 	if e.removed {

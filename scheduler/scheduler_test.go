@@ -394,3 +394,34 @@ func TestShutdownLoopIdles(t *testing.T) {
 		}
 	})
 }
+
+// A poll's record and state hold their times to the microsecond, as the
+// store does: the same record read before and after its commit is the same
+// (real time here, where a poll's start is almost never a whole
+// microsecond).
+func TestTimesKeptToTheMicrosecond(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("s", "schedule: \"@every 100ms\""))
+	h := start(t, dir, cfg)
+	defer h.stop()
+	var recs []store.PollRecord
+	h.waitFor("three polls", 10*time.Second, func() bool {
+		var err error
+		recs, err = h.s.History(context.Background(), "s", 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs) >= 3
+	})
+	for _, r := range recs {
+		if r.StartedAt.Nanosecond()%1000 != 0 {
+			t.Errorf("record %d started at %s: finer than the store keeps", r.Seq, r.StartedAt.Format(time.RFC3339Nano))
+		}
+	}
+	o := h.source("s")
+	for name, at := range map[string]*time.Time{"last_run_at": o.LastRunAt, "last_success_at": o.LastSuccessAt, "next_run_at": o.NextRunAt} {
+		if at != nil && at.Nanosecond()%1000 != 0 {
+			t.Errorf("%s = %s: finer than the store keeps", name, at.Format(time.RFC3339Nano))
+		}
+	}
+}
