@@ -206,10 +206,14 @@ sources:
 			t.Errorf("bk: poll %d came %s after failure %d; the backoff is %s (and ticks are 1s)", i+2, gap.Round(time.Millisecond), i+1, w)
 		}
 	}
-	o := d.source("bk")
-	if o.State != "backoff" || o.Breaker != "closed" || o.ConsecutiveFailures < 5 {
-		t.Errorf("bk with breaker.failures 0 and error_after 0 after 5 failures: want backoff/closed, got %s", o)
-	}
+	// The fifth request has reached the upstream; its outcome is applied a
+	// moment later.
+	eventually(t, 2*time.Second, "bk's fifth failure applied", func() error {
+		if o := d.source("bk"); o.State != "backoff" || o.Breaker != "closed" || o.ConsecutiveFailures < 5 {
+			return errf("bk with breaker.failures 0 and error_after 0 after 5 failures: want backoff/closed, got %s", o)
+		}
+		return nil
+	})
 	// jitter 0.5 on a 2s backoff: the next poll 1s to 3s after the failure,
 	// and not the same delay for every source.
 	var gaps []time.Duration
