@@ -689,6 +689,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 				next = later(next, o.brk.Until.Add(time.Millisecond))
 				e.st.BreakerState, e.st.BreakerUntil = breaker.Open, ptr(o.brk.Until)
 			}
+			next = ceilMicro(next)
 			e.st.NextRunAt = &next
 			s.reschedule(e, end)
 		}
@@ -750,10 +751,6 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 		reason = "reset"
 	}
 	e.st.UpdatedAt = end.UTC()
-	if e.st.NextRunAt != nil {
-		// A backoff with jitter falls anywhere: kept as the store keeps it.
-		e.st.NextRunAt = ptr(e.st.NextRunAt.Truncate(time.Microsecond))
-	}
 	s.logChange(e, prev, end, reason)
 	s.save(e, &rec)
 	if e.removed {

@@ -126,8 +126,19 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		// gobreaker lets the probe through strictly after the expiry.
 		next = later(next, st.BreakerUntil.Add(time.Millisecond))
 	}
+	next = ceilMicro(next)
 	st.NextRunAt = &next
 	return st
+}
+
+// ceilMicro rounds t up to the microsecond, the precision of the store: a
+// backoff with jitter falls anywhere, and the state in memory must be the
+// state stored, never earlier than what the rules computed.
+func ceilMicro(t time.Time) time.Time {
+	if r := t.Truncate(time.Microsecond); r.Before(t) {
+		return r.Add(time.Microsecond)
+	}
+	return t
 }
 
 // resetState clears failures, throttling, the breaker and the error state

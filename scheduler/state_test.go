@@ -297,3 +297,19 @@ func TestTimingPhase(t *testing.T) {
 		t.Errorf("tick count not capped: %d", n)
 	}
 }
+
+// ceilMicro rounds up to the store's precision and never earlier.
+func TestCeilMicro(t *testing.T) {
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ in, want time.Time }{
+		{base, base},
+		{base.Add(time.Microsecond), base.Add(time.Microsecond)},
+		{base.Add(1), base.Add(time.Microsecond)},
+		{base.Add(999), base.Add(time.Microsecond)},
+		{base.Add(1001), base.Add(2 * time.Microsecond)},
+	} {
+		if got := ceilMicro(c.in); !got.Equal(c.want) {
+			t.Errorf("ceilMicro(%s) = %s, want %s", c.in.Format(time.RFC3339Nano), got.Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
+		}
+	}
+}
