@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,7 +45,10 @@ func cmdStatus(args []string, env Env) (err error) {
 		only = src
 	}
 	var states []store.SourceState
-	if !storeMissing(cfg) {
+	// Before any daemon has created the store there is nothing to read, and
+	// a store created here (by root, say) might not be writable by the
+	// service.
+	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
 			return err
@@ -165,7 +166,7 @@ func cmdHistory(args []string, env Env) (err error) {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
 	var recs []store.PollRecord
-	if !storeMissing(cfg) {
+	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
 			return err
@@ -355,18 +356,6 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		return err
 	}
 	return st.SaveBatch(ctx, []store.SourceState{next}, nil, cfg.History.Keep)
-}
-
-// storeMissing reports whether cfg names a SQLite store file that does not
-// exist yet (no daemon has run on it): status and history then show every
-// source as never polled rather than create an empty store, which, made by
-// an operator running the CLI as root, the service could not write.
-func storeMissing(cfg *config.Config) bool {
-	if strings.Contains(cfg.Store, "://") {
-		return false
-	}
-	_, err := os.Stat(cfg.Store)
-	return errors.Is(err, fs.ErrNotExist)
 }
 
 func openStore(cfg *config.Config) (*store.Store, error) {

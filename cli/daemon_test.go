@@ -71,24 +71,41 @@ func startDaemon(t *testing.T, body string, env ...string) *child {
 	return d
 }
 
+// waitFor polls cond every 20ms until it returns nil, failing the test
+// with its last error (and the daemon's log) after limit.
+func (d *child) waitFor(t *testing.T, limit time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v\nlog:\n%s", err, d.log())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval while the daemon works
+	}
+}
+
 // get fetches path from the admin API, waiting up to 10s for it to serve.
 func (d *child) get(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var body string
+	d.waitFor(t, 10*time.Second, func() error {
 		resp, err := http.Get("http://" + d.admin + path)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return string(b)
-			}
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", path, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v\nlog:\n%s", path, err, d.log())
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
 		}
-		time.Sleep(20 * time.Millisecond) // poll interval while the daemon starts
-	}
+		body = string(b)
+		return nil
+	})
+	return body
 }
 
 // TestNotifySequence runs the daemon with NOTIFY_SOCKET on a real unixgram
@@ -194,26 +211,16 @@ func TestReloadNamesRestartOnlyKeys(t *testing.T) {
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"key=store", "key=admin.listen", "key=log.level"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		log := d.log()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(log, w) {
-				missing = w
+	d.waitFor(t, 10*time.Second, func() error {
+		for _, w := range []string{"key=store", "key=admin.listen", "key=log.level"} {
+			if !strings.Contains(d.log(), w) {
+				return fmt.Errorf("no warning with %s after SIGHUP", w)
 			}
 		}
-		if missing == "" {
-			if strings.Contains(log, "key=log.format") || strings.Contains(log, "other.db") || strings.Contains(log, other) {
-				t.Errorf("reload log names an unchanged key or a value:\n%s", log)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning with %s within 10s of SIGHUP:\n%s", missing, log)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval while the daemon reloads
+		return nil
+	})
+	if log := d.log(); strings.Contains(log, "key=log.format") || strings.Contains(log, "other.db") || strings.Contains(log, other) {
+		t.Errorf("reload log names an unchanged key or a value:\n%s", log)
 	}
 	d.get(t, "/readyz") // still on the first listener
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/store"
@@ -30,7 +29,7 @@ func startPreload(configPath string) *preload {
 	if !ok {
 		return nil
 	}
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+	if store.Missing(path) {
 		// A first start has nothing to read, and a config that turns out
 		// to be invalid must not leave a new store behind.
 		return nil

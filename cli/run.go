@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -253,13 +254,7 @@ func startupGC() (restore func()) {
 		debug.SetGCPercent(prev)
 		return func() {}
 	}
-	done := false
-	return func() {
-		if !done {
-			done = true
-			debug.SetGCPercent(prev)
-		}
-	}
+	return sync.OnceFunc(func() { debug.SetGCPercent(prev) })
 }
 
 func (e redactedError) Error() string { return e.msg }

@@ -139,11 +139,6 @@ func (e *fpEncoder) fingerprint(buf []byte, s *Source) (string, []byte) {
 }
 
 // appendCanonical appends the canonical encoding of s hashed by Fingerprint.
-func appendCanonical(b []byte, s *Source) []byte {
-	var e fpEncoder
-	return e.appendCanonical(b, s)
-}
-
 func (e *fpEncoder) appendCanonical(b []byte, s *Source) []byte {
 	for _, f := range [...]float64{s.Backoff.Multiplier, s.Backoff.Jitter} {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -171,27 +166,11 @@ func (e *fpEncoder) appendCanonical(b []byte, s *Source) []byte {
 	b = append(b, `,"body":`...)
 	b = appendJSONString(b, s.Body)
 	b = append(b, `,"expect_status":`...)
-	if len(s.ExpectStatus) == 0 {
-		b = append(b, "null"...)
-	} else {
-		for i, c := range s.ExpectStatus {
-			b = append(b, sep(i, '['))
-			b = strconv.AppendInt(b, int64(c), 10)
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONList(b, s.ExpectStatus, func(b []byte, c int) []byte { return strconv.AppendInt(b, int64(c), 10) })
 	b = append(b, `,"max_body":`...)
 	b = strconv.AppendInt(b, s.MaxBody, 10)
 	b = append(b, `,"command":`...)
-	if len(s.Command) == 0 {
-		b = append(b, "null"...)
-	} else {
-		for i, a := range s.Command {
-			b = append(b, sep(i, '['))
-			b = appendJSONString(b, a)
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONList(b, s.Command, appendJSONString)
 	b = append(b, `,"env":`...)
 	b = appendJSONMap(b, s.Env)
 	b = append(b, `,"dir":`...)
@@ -230,6 +209,19 @@ func (e *fpEncoder) appendSettings(b []byte, s *Source) []byte {
 		e.settings, e.text = set, append(e.text[:0], b[start:]...)
 	}
 	return b
+}
+
+// appendJSONList appends xs as a JSON list of elem's encodings; an empty or
+// nil list is null.
+func appendJSONList[T any](b []byte, xs []T, elem func([]byte, T) []byte) []byte {
+	if len(xs) == 0 {
+		return append(b, "null"...)
+	}
+	for i, x := range xs {
+		b = append(b, sep(i, '['))
+		b = elem(b, x)
+	}
+	return append(b, ']')
 }
 
 // appendJSONMap appends m as a JSON object with sorted keys; an empty or

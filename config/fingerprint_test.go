@@ -151,7 +151,7 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 			return
 		}
 		if got, want := Fingerprint(s), oldFingerprint(s); got != want {
-			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, appendCanonical(nil, s), got)
+			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, new(fpEncoder).appendCanonical(nil, s), got)
 		}
 	}
 	cfg, err := Load("../testdata/config/full.yaml", envMap(nil))

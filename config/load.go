@@ -277,14 +277,6 @@ func (l *loader) addf(p path, format string, args ...any) {
 	l.probs = append(l.probs, pendingProblem{path: p.String(), format: format, args: args})
 }
 
-// addfAt records a problem at a path given as a string.
-func (l *loader) addfAt(where, format string, args ...any) {
-	if l.quiet {
-		return
-	}
-	l.probs = append(l.probs, pendingProblem{path: where, format: format, args: args})
-}
-
 // secret records s as a secret.
 func (l *loader) secret(s string) {
 	if l.quiet || s == "" || l.secretOK[s] {
@@ -675,7 +667,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	var defaultsNode, limitsNode, sourcesNode *yaml.Node
 	if root != nil && !isNull(root) && deref(root).Kind != yaml.MappingNode {
-		l.addfAt(l.file, "expected a mapping at the top level, got %s", describe(root))
+		l.addf(at(l.file), "expected a mapping at the top level, got %s", describe(root))
 		root = nil
 	}
 	ps, _ := l.pairs(root, path{})
@@ -684,7 +676,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		case "store":
 			if v, ok := l.scalar(p.val, at("store"), "a string"); ok {
 				if strings.TrimSpace(v) == "" {
-					l.addfAt("store", "must not be empty")
+					l.addf(at("store"), "must not be empty")
 				} else {
 					cfg.Store = v
 				}

@@ -175,7 +175,11 @@ func startBench(b *testing.B, dir string, cfg *config.Config, newPoller func(*co
 // far (after a start: every new source's first state), at most limit.
 func (h *benchSched) settle(limit time.Duration) {
 	f := h.s.flush
-	idle := f.idle
+	idle := func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.head == len(f.queue) && !f.busy
+	}
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && !idle(); {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -428,10 +432,9 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 		picks[i] = es[rng.IntN(n)]
 		times[i] = base.Add(time.Duration(rng.Int64N(int64(time.Minute))))
 	}
-	i := 0
-	for b.Loop() {
+	// step runs the i-th operation.
+	step := func(i int) {
 		e, t := picks[i&(pre-1)], times[i&(pre-1)]
-		i++
 		switch op {
 		case "add+remove":
 			remove(e)
@@ -444,23 +447,17 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 			sched(e, e.dueAt.Add(time.Minute))
 		}
 	}
+	i := 0
+	for b.Loop() {
+		step(i)
+		i++
+	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/logn(n), "ns/op/log2n")
 	if pointer {
 		ph.less = 0
 		const ops = 20_000
 		for j := range ops {
-			e, t := picks[j&(pre-1)], times[j&(pre-1)]
-			switch op {
-			case "add+remove":
-				remove(e)
-				sched(e, t)
-			case "reschedule":
-				sched(e, t)
-			case "due":
-				e = top()
-				remove(e)
-				sched(e, e.dueAt.Add(time.Minute))
-			}
+			step(j)
 		}
 		b.ReportMetric(float64(ph.less)/ops, "less/op")
 	}
@@ -726,9 +723,9 @@ func BenchmarkFlusherSustained(b *testing.B) {
 						if c.records {
 							seq[name]++
 							r.Seq, s.HistorySeq = seq[name], seq[name]
-							f.submit(s, &r)
+							f.submit(f.slot(name), s, &r)
 						} else {
-							f.submit(s, nil)
+							f.submit(f.slot(name), s, nil)
 						}
 					}
 					time.Sleep(time.Millisecond)

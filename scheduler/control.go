@@ -103,10 +103,17 @@ func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 	if err != nil {
 		return SourceObject{}, err
 	}
+	s.waitCommitted(name, seq)
+	return o, nil
+}
+
+// waitCommitted waits, at most commitWait, for the state of name submitted
+// as seq to be committed: an operator's change is done when the store shows
+// it.
+func (s *Scheduler) waitCommitted(name string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
 	defer cancel()
 	s.flush.waitSaved(ctx, name, seq)
-	return o, nil
 }
 
 // mutateAsync is mutate without the wait: it returns the flusher's sequence
@@ -346,9 +353,7 @@ func (s *Scheduler) commands(ctx context.Context) {
 func (s *Scheduler) Apply(action, name, reason string) error {
 	seq, err := s.applyAsync(action, name, reason)
 	if err == nil && seq > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), commitWait)
-		defer cancel()
-		s.flush.waitSaved(ctx, name, seq)
+		s.waitCommitted(name, seq)
 	}
 	return err
 }

@@ -122,16 +122,9 @@ func (f *flusher) dropIfClean(sl *slot) {
 }
 
 // submit queues a source's state (and a record, if any) for the next commit
-// and returns its sequence number.
-func (f *flusher) submit(st store.SourceState, rec *store.PollRecord) uint64 {
-	f.mu.Lock()
-	sl := f.slotLocked(st.Name)
-	f.mu.Unlock()
-	return f.submitTo(sl, st, rec)
-}
-
-// submitTo is submit on the source's slot.
-func (f *flusher) submitTo(sl *slot, st store.SourceState, rec *store.PollRecord) uint64 {
+// on its slot and returns its sequence number. The queue holds at most one
+// write per slot: it never outgrows the number of sources.
+func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord) uint64 {
 	f.mu.Lock()
 	f.next++
 	seq := f.next
@@ -142,10 +135,7 @@ func (f *flusher) submitTo(sl *slot, st store.SourceState, rec *store.PollRecord
 	w := &f.queue[sl.pend]
 	w.seq, w.st = seq, st
 	if rec != nil {
-		w.recs = append(w.recs, *rec)
-		if k := f.keep(); len(w.recs) > k {
-			w.recs = append(w.recs[:0], w.recs[len(w.recs)-k:]...)
-		}
+		w.recs = newest(append(w.recs, *rec), f.keep())
 	}
 	f.mu.Unlock()
 	select {
@@ -155,13 +145,6 @@ func (f *flusher) submitTo(sl *slot, st store.SourceState, rec *store.PollRecord
 	return seq
 }
 
-// idle reports whether everything submitted is committed (or failed).
-func (f *flusher) idle() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.head == len(f.queue) && !f.busy
-}
-
 // healthy reports the last commit's error (nil when it succeeded).
 func (f *flusher) err() error {
 	f.mu.Lock()
@@ -169,17 +152,9 @@ func (f *flusher) err() error {
 	return f.lastErr
 }
 
-// pending reports whether the state of name submitted as seq is not yet
+// pending reports whether the state submitted on sl as seq is not yet
 // committed while the store is healthy (a poll should then wait for it).
-func (f *flusher) pending(name string, seq uint64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	sl := f.slots[name]
-	return sl != nil && sl.saved < seq && f.lastErr == nil
-}
-
-// pendingAt is pending on the source's slot.
-func (f *flusher) pendingAt(sl *slot, seq uint64) bool {
+func (f *flusher) pending(sl *slot, seq uint64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return sl.saved < seq && f.lastErr == nil
@@ -337,11 +312,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 			sl.flying, sl.inFlight = nil, false
 			if sl.pend >= 0 {
 				nw := &f.queue[sl.pend]
-				merged := append(w.recs, nw.recs...)
-				if len(merged) > k {
-					merged = merged[len(merged)-k:]
-				}
-				nw.recs = merged
+				nw.recs = newest(append(w.recs, nw.recs...), k)
 				continue
 			}
 			sl.pend = len(f.queue)
@@ -388,6 +359,15 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		return false, err
 	}
 	return more, nil
+}
+
+// newest returns the last k of recs (all of them if there are fewer), in
+// recs' array: a source's pending records never exceed history.keep.
+func newest(recs []store.PollRecord, k int) []store.PollRecord {
+	if len(recs) <= k {
+		return recs
+	}
+	return append(recs[:0], recs[len(recs)-k:]...)
 }
 
 // compact reclaims the taken front of the queue: all of it once everything

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -36,6 +35,22 @@ func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*s
 	return st, newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return keep })
 }
 
+// waitCommitStarted waits until f has a commit in progress.
+func waitCommitStarted(t *testing.T, f *flusher) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+		f.mu.Lock()
+		busy := f.busy
+		f.mu.Unlock()
+		if busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit did not start")
+		}
+	}
+}
+
 // A backlog larger than maxBatch is committed as a train of bounded
 // transactions, and all of it, states and records, reaches the store.
 func TestFlusherBoundsEachCommit(t *testing.T) {
@@ -52,7 +67,7 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 		if i%100 == 0 {
 			rec = &store.PollRecord{Source: s.Name, StartedAt: at, Outcome: store.OutcomeSuccess}
 		}
-		last = f.submit(s, rec)
+		last = f.submit(f.slot(s.Name), s, rec)
 	}
 	if err := f.flushAll(t.Context()); err != nil {
 		t.Fatal(err)
@@ -67,7 +82,7 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 	if total != n || len(commits) != 3 {
 		t.Errorf("commits %v: %d states in %d commits; want %d in 3", commits, total, len(commits), n)
 	}
-	if f.pending(fmt.Sprintf("s%05d", n-1), last) {
+	if f.pending(f.slot(fmt.Sprintf("s%05d", n-1)), last) {
 		t.Error("the last state is still pending after flushAll")
 	}
 	if c := cap(f.queue); c > 2*maxBatch {
@@ -92,50 +107,19 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pacer.db")
 	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 10 * time.Second}, 10)
 
-	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
-		}
-	}()
+	release := holdWriteLock(t, path)
 
 	rec := store.PollRecord{Source: "a", Seq: 1, StartedAt: time.Now(), Outcome: store.OutcomeSuccess}
-	f.submit(store.SourceState{Name: "a", HistorySeq: 1}, &rec)
+	f.submit(f.slot("a"), store.SourceState{Name: "a", HistorySeq: 1}, &rec)
 	done := make(chan error, 1)
 	go func() { done <- f.flushAll(context.Background()) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f.mu.Lock()
-		flying := f.busy
-		f.mu.Unlock()
-		if flying {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the commit did not start")
-		}
-		runtime.Gosched()
-	}
+	waitCommitStarted(t, f)
 	if got := f.pendingRecords("a"); len(got) != 1 || got[0].Seq != 1 {
 		t.Errorf("during the commit pendingRecords(a) = %+v; want the record", got)
 	}
-	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	locked = false
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +172,7 @@ func TestMergeHistory(t *testing.T) {
 func TestFlusherReleasesSlots(t *testing.T) {
 	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 	a, b := f.slot("a"), f.slot("b")
-	f.submitTo(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
+	f.submit(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
 	f.release(a)
 	f.release(b) // nothing pending: dropped at once
 	f.mu.Lock()
@@ -214,16 +198,16 @@ func TestFlusherReleasesSlots(t *testing.T) {
 
 	// Removed and added again before the commit: one slot, latest state wins.
 	c := f.slot("c")
-	f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
 	f.release(c)
 	if again := f.slot("c"); again != c {
 		t.Fatal("a source added again before its commit got a new slot")
 	}
-	seq := f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
+	seq := f.submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
 	if err := f.flushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if f.pendingAt(c, seq) {
+	if f.pending(c, seq) {
 		t.Error("c's latest state is still pending after flushAll")
 	}
 	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
@@ -237,49 +221,25 @@ func TestFlusherReleasesSlots(t *testing.T) {
 func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pacer.db")
 	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 300 * time.Millisecond}, 10)
-	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, path)
 	c := f.slot("c")
-	f.submitTo(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.flush(context.Background())
 		done <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f.mu.Lock()
-		busy := f.busy
-		f.mu.Unlock()
-		if busy {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the commit did not start")
-		}
-		runtime.Gosched()
-	}
+	waitCommitStarted(t, f)
 	f.release(c) // removed during the commit...
 	again := f.slot("c")
-	f.submitTo(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
+	f.submit(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
 	if again != c {
 		t.Error("the source added again got a second slot while its first was in a commit")
 	}
 	if err := <-done; err == nil {
 		t.Fatal("the commit was expected to fail: the store is locked")
 	}
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.flushAll(t.Context()); err != nil {

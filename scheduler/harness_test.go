@@ -2,12 +2,14 @@ package scheduler
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3" // a second, independent connection that holds the write lock
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -76,14 +78,20 @@ func (h *harness) source(name string) SourceObject {
 	return o
 }
 
-// waitFor polls cond every 10ms (of the bubble's fake time, or real time)
-// until it holds, failing after limit.
+// waitFor is waitUntil on the harness's test.
 func (h *harness) waitFor(what string, limit time.Duration, cond func() bool) {
 	h.t.Helper()
+	waitUntil(h.t, what, limit, cond)
+}
+
+// waitUntil polls cond every 10ms (of the bubble's fake time, or real time)
+// until it holds, failing after limit.
+func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s", limit, what)
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -169,4 +177,38 @@ func flakySource(name, extra string) string {
 		}
 	}
 	return s
+}
+
+// holdWriteLock takes the write lock of the SQLite file at path from a
+// second, independent connection (BEGIN IMMEDIATE), so that the store's
+// writes wait for it and then fail. release rolls back, freeing the lock;
+// it is also called when the test ends.
+func holdWriteLock(t *testing.T, path string) (release func() error) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	held := true
+	release = func() error {
+		if !held {
+			return nil
+		}
+		held = false
+		_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+		return err
+	}
+	t.Cleanup(func() {
+		_ = release()
+		_ = conn.Close()
+		_ = db.Close()
+	})
+	return release
 }

@@ -34,9 +34,7 @@ func (h *dueHeap) schedule(e *entry, t time.Time) {
 	at := t.UnixNano()
 	if i := e.idx; i >= 0 {
 		(*h)[i].at = at
-		if !h.down(i) {
-			h.up(i)
-		}
+		h.fix(i)
 		return
 	}
 	e.idx = len(*h)
@@ -60,9 +58,14 @@ func (h *dueHeap) remove(e *entry) {
 	*h = old[:last]
 	e.idx = -1
 	if i != last {
-		if !h.down(i) {
-			h.up(i)
-		}
+		h.fix(i)
+	}
+}
+
+// fix restores the heap after the key at i changed.
+func (h dueHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
 	}
 }
 

@@ -309,7 +309,7 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 		// Persist the new source with its first tick, so that status read
 		// from the store shows when it will run. No poll has happened, so
 		// its first poll need not wait for this commit (rule 3.8).
-		s.flush.submitTo(e.sl, e.st, nil)
+		s.flush.submit(e.sl, e.st, nil)
 	}
 	return nil
 }
@@ -409,7 +409,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			if !ok || at > nowNs {
 				break
 			}
-			if s.flush.pendingAt(e.sl, e.savedSeq) {
+			if s.flush.pending(e.sl, e.savedSeq) {
 				// Rule 3.8: its last state is not committed yet. Look again
 				// shortly rather than hold a permit while waiting.
 				s.due.schedule(e, now.Add(commitRecheck))
@@ -680,9 +680,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		e.busy = false
-		if skipped := e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
-			s.m.poll(countSkipped).Add(float64(skipped))
-		}
+		s.countSkipped(j, end)
 		if j.gen == e.gen && !e.removed {
 			next := e.timing.next(end)
 			if o.brk.State == breaker.Open {
@@ -727,9 +725,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.busy = false
-	if skipped := e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
-		s.m.poll(countSkipped).Add(float64(skipped))
-	}
+	s.countSkipped(j, end)
 	if j.gen != e.gen {
 		// The configuration changed during the poll: the new settings
 		// start from a clean state; only the record is kept.
@@ -760,6 +756,14 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 	s.reschedule(e, end)
 }
 
+// countSkipped counts the ticks of j's source that passed between its
+// dispatch and end, while it was busy. mu held.
+func (s *Scheduler) countSkipped(j *job, end time.Time) {
+	if skipped := j.e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
+		s.m.poll(countSkipped).Add(float64(skipped))
+	}
+}
+
 // dropEntry forgets a source removed from the configuration once its last
 // poll is over. mu held.
 func (s *Scheduler) dropEntry(e *entry) {
@@ -775,7 +779,7 @@ func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq
 	}
-	e.savedSeq = s.flush.submitTo(e.sl, e.st, rec)
+	e.savedSeq = s.flush.submit(e.sl, e.st, rec)
 }
 
 // logChange logs one line if e's state differs from prev (rule 3.12).

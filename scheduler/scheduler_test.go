@@ -378,13 +378,7 @@ func TestShutdownLoopIdles(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for s.inflightN.Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("slow never started")
-			}
-			time.Sleep(10 * time.Millisecond) // fake time: poll interval while waiting for the first poll
-		}
+		waitUntil(t, "slow's poll", 5*time.Second, func() bool { return s.inflightN.Load() > 0 })
 		before := passes.Load()
 		if err := s.Shutdown(3 * time.Second); err != nil {
 			t.Fatal(err)

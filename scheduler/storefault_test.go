@@ -2,12 +2,9 @@ package scheduler
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
-
-	_ "github.com/mattn/go-sqlite3" // a second, independent connection that holds the write lock
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,25 +33,13 @@ func TestStoreLocked(t *testing.T) {
 	defer h.stop()
 	h.waitFor("first polls", 5*time.Second, func() bool { return h.source("a").PollsTotal > 0 })
 
-	other, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	conn, err := other.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriteLock(t, path)
 	h.waitFor("not ready", 5*time.Second, func() bool { return h.s.Ready(context.Background()) != nil })
 	h.waitFor("store errors counted", 5*time.Second, func() bool { return h.metric("pacer_store_errors_total") > 0 })
 	during := h.source("a").PollsTotal
 	h.waitFor("polling goes on", 5*time.Second, func() bool { return h.source("a").PollsTotal >= during+3 })
 
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("ready again", 10*time.Second, func() bool { return h.s.Ready(context.Background()) == nil })

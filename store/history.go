@@ -60,8 +60,36 @@ func blockSize(keep int) int64 {
 	return int64(min(max(keep/4, 1), 64))
 }
 
-// Outcome codes of the packed form; 0 is followed by the outcome's text.
-var outcomeCodes = [...]string{1: OutcomeSuccess, 2: OutcomeFailure, 3: OutcomeThrottled, 4: OutcomeInterrupted}
+// outcomeCode is the packed form of a known outcome; 0, for any other, is
+// followed by the outcome's text.
+func outcomeCode(o string) byte {
+	switch o {
+	case OutcomeSuccess:
+		return 1
+	case OutcomeFailure:
+		return 2
+	case OutcomeThrottled:
+		return 3
+	case OutcomeInterrupted:
+		return 4
+	}
+	return 0
+}
+
+// outcomeOf is the outcome of a code from 1 to 4; ok is false for any other.
+func outcomeOf(code byte) (o string, ok bool) {
+	switch code {
+	case 1:
+		return OutcomeSuccess, true
+	case 2:
+		return OutcomeFailure, true
+	case 3:
+		return OutcomeThrottled, true
+	case 4:
+		return OutcomeInterrupted, true
+	}
+	return "", false
+}
 
 const (
 	flagStatus = 1 << iota
@@ -75,14 +103,8 @@ func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
 	b = binary.AppendVarint(b, seq)
 	b = binary.AppendVarint(b, micros(r.StartedAt))
 	b = binary.AppendVarint(b, r.DurationMs)
-	code := 0
-	for c, o := range outcomeCodes {
-		if c > 0 && o == r.Outcome {
-			code = c
-			break
-		}
-	}
-	b = append(b, byte(code))
+	code := outcomeCode(r.Outcome)
+	b = append(b, code)
 	if code == 0 {
 		b = appendString(b, r.Outcome)
 	}
@@ -166,13 +188,11 @@ func (d *recordReader) next(source string) (r PollRecord, ok bool) {
 	r.Seq = d.varint()
 	r.StartedAt = fromMicros(d.varint())
 	r.DurationMs = d.varint()
-	code := int(d.byte())
-	switch {
-	case code == 0:
+	if code := d.byte(); code == 0 {
 		r.Outcome = d.string()
-	case code < len(outcomeCodes):
-		r.Outcome = outcomeCodes[code]
-	default:
+	} else if o, ok := outcomeOf(code); ok {
+		r.Outcome = o
+	} else {
 		d.fail()
 	}
 	r.Error = d.string()

@@ -96,15 +96,7 @@ func FuzzDecodeBlob(f *testing.F) {
 // keep + blockSize records of the source, in a handful of blocks, however
 // many were saved.
 func TestHistoryStoredBound(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "pacer.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	s := openTestStore(t)
 	ctx := context.Background()
 	const keep = 100
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -124,6 +116,22 @@ func TestHistoryStoredBound(t *testing.T) {
 			t.Fatalf("after %d records: %d blocks", seq, blocks)
 		}
 	}
+}
+
+// openTestStore opens a new store in a temporary directory, closed when
+// the test ends.
+func openTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "pacer.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
 }
 
 // storedRecords counts the records of source in its tail and blocks,
@@ -167,15 +175,7 @@ func storedRecords(t *testing.T, s *Store, source string) (records, blocks int) 
 // the tails and blocks stay BLOBs (SQLite's || makes TEXT, whose length()
 // stops at a NUL byte).
 func TestHistoryReplacedSeqs(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "pacer.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	s := openTestStore(t)
 	ctx := context.Background()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rec := func(seq int64) PollRecord {

@@ -182,11 +182,3 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 	slices.SortStableFunc(out, func(a, b PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out[:min(n, len(out))], nil
 }
-
-func nullInt(v sql.NullInt64) *int {
-	if !v.Valid {
-		return nil
-	}
-	i := int(v.Int64)
-	return &i
-}

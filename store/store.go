@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -99,6 +101,18 @@ func Open(dsn string, opts Options) (*Store, error) {
 		return nil, errors.New("store: open: postgres store not supported yet")
 	}
 	return openSQLite(dsn, opts, false)
+}
+
+// Missing reports whether dsn names a SQLite file that does not exist yet:
+// no daemon has created the store. Read-only commands then have nothing to
+// read, and must not create it (Open would). A PostgreSQL DSN is never
+// missing: its server is asked.
+func Missing(dsn string) bool {
+	if isPostgresDSN(dsn) {
+		return false
+	}
+	_, err := os.Stat(dsn)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // isPostgresDSN reports whether dsn names a PostgreSQL server rather than a
