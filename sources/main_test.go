@@ -16,6 +16,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// As the daemon does at start: exec polls find the descendants that
+	// left their process group.
+	if err := BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m)
 }
 
