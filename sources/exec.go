@@ -101,6 +101,7 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 	cmd := p.command(ctx, tag, stdout, stderr)
 	if err := cmd.Start(); err != nil {
 		res.Err = p.startError(ctx, err)
+		res.Local = ctx.Err() == nil && markLocal(res.Err, err, true)
 		return res
 	}
 	err := wait(cmd, tag)

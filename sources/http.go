@@ -139,6 +139,7 @@ func (p *httpPoller) Poll(ctx context.Context) Result {
 			res.StatusCode = resp.StatusCode
 		}
 		res.Err = p.transportError(ctx, err)
+		res.Local = ctx.Err() == nil && markLocal(res.Err, err, false)
 		return res
 	}
 	defer resp.Body.Close()

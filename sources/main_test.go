@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(localEnv) != "" {
+		os.Exit(lowFDChild())
+	}
 	// As the daemon does at start: exec polls find the descendants that
 	// left their process group.
 	if err := BecomeSubreaper(); err != nil {
