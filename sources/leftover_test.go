@@ -62,6 +62,8 @@ func TestExecLeavesNothingBehind(t *testing.T) {
 		{"setsid grandchild after success", `setsid sleep 303 & echo hi`, "303", 0},
 		{"setsid chain after success", `setsid sh -c 'setsid sleep 304 & wait' & sleep 0.2; echo hi`, "304", 0},
 		{"failure", `sleep 306 & exit 3`, "306", 0},
+		// An orphan that exited by itself is reparented as a zombie: reaped.
+		{"orphan zombie", `(setsid sh -c 'exit 0' &); sleep 0.2`, "none", 0},
 		{"setsid grandchild at the timeout", `setsid sleep 302 & wait`, "302", 500 * time.Millisecond},
 	}
 	for _, tt := range tests {

@@ -30,6 +30,11 @@ const (
 // the poll finds, kills and reaps them when it ends. The daemon calls it
 // once at start, before any poll; without it a poll still kills its process
 // group, but descendants that left the group escape to init.
+//
+// The polls' sweeps also reap zombie children that do not lead their own
+// process group in the daemon's session (orphans that exited on their
+// own), so any other child the daemon starts must be started that way
+// (os/exec with Setpgid) or its exit status may be lost.
 func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
