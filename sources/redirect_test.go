@@ -77,7 +77,11 @@ func TestHTTPRedirectMethods(t *testing.T) {
 		{method: "POST", expect: []int{307}},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.method, tt.follow != nil && *tt.follow, tt.expect), func(t *testing.T) {
+		follow := "default"
+		if tt.follow != nil {
+			follow = fmt.Sprint(*tt.follow)
+		}
+		t.Run(fmt.Sprintf("%s follow=%s expect=%v", tt.method, follow, tt.expect), func(t *testing.T) {
 			src := httpSource(a.URL + "/r?to=" + target)
 			src.Method, src.FollowRedirects, src.ExpectStatus = tt.method, tt.follow, tt.expect
 			src.Body = "x"
