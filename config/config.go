@@ -89,7 +89,8 @@ const fingerprintVersion = 1
 // fingerprintVersion), name, type, schedule, timeout, backoff_initial,
 // backoff_max, backoff_multiplier, backoff_jitter, breaker_failures,
 // breaker_cooldown, error_after, limit, url, method, headers, body,
-// expect_status, max_body, command, env, dir. Durations are integer
+// expect_status, max_body, follow_redirects (only when false, so that
+// older fingerprints stay valid), command, env, dir. Durations are integer
 // nanoseconds, maps have their keys in sorted order, and an empty map or
 // list is null like a nil one, so nil and empty hash the same. Strings and
 // floats are written as encoding/json.Marshal writes them (HTML characters
@@ -169,6 +170,11 @@ func (e *fpEncoder) appendCanonical(b []byte, s *Source) []byte {
 	b = appendJSONList(b, s.ExpectStatus, func(b []byte, c int) []byte { return strconv.AppendInt(b, int64(c), 10) })
 	b = append(b, `,"max_body":`...)
 	b = strconv.AppendInt(b, s.MaxBody, 10)
+	if s.FollowRedirects != nil && !*s.FollowRedirects {
+		// Only the non-default value is hashed: fingerprints stored before
+		// the field existed stay valid.
+		b = append(b, `,"follow_redirects":false`...)
+	}
 	b = append(b, `,"command":`...)
 	b = appendJSONList(b, s.Command, appendJSONString)
 	b = append(b, `,"env":`...)

@@ -299,6 +299,9 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 				}
 				m.SetMapIndex(reflect.ValueOf("new"), reflect.ValueOf("v"))
 				f.Set(m)
+			case reflect.Pointer: // *bool, nil meaning true
+				no := false
+				f.Set(reflect.ValueOf(&no))
 			case reflect.Slice:
 				f.Set(reflect.Append(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()+1), f), reflect.New(f.Type().Elem()).Elem()))
 			default:

@@ -102,6 +102,10 @@ type Source struct {
 	Body         string
 	ExpectStatus []int // empty = any 2xx
 	MaxBody      int64
+	// FollowRedirects says whether redirects of a GET or HEAD are followed
+	// (at most 10, never to the admin listener); nil means true. Other
+	// methods never follow one: the 3xx is the poll's answer.
+	FollowRedirects *bool
 
 	// exec
 	Command []string // Command[0] resolved: absolute, or as found in PATH

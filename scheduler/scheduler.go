@@ -176,7 +176,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	}
 	s.m = m
 	s.transport = newTransport(s.limitOf(cfg))
-	s.client = sources.NewClient(s.transport)
+	s.client = sources.NewClient(s.transport, []string{cfg.Admin.Listen})
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
 	return s, nil
 }

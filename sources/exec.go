@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"os/exec"
@@ -25,6 +26,10 @@ const (
 	tailSize = 4 << 10
 	// maxDetail bounds the output line quoted in an error.
 	maxDetail = 200
+	// envTag names the environment variable that marks every process of
+	// one poll (its value is unique per poll), so that the poll's leftovers
+	// are found however they left its process group.
+	envTag = "PACER_POLL_ID"
 )
 
 // execPoller polls an exec source.
@@ -42,12 +47,18 @@ type execPoller struct {
 // environment plus src.Env (src.Env wins). redact is applied to every error
 // text; nil means no redaction.
 //
-// The command runs in its own process group. When the poll's context is done
-// (timeout or shutdown) the whole group is killed with SIGKILL; Poll then
-// waits at most 2 seconds more for processes outside the group that hold
-// its output open. A command that exits on its own is not killed: background
-// processes it leaves behind keep running (their pipes are closed after those
-// 2 seconds).
+// The command runs in its own process group, with PACER_POLL_ID set to a
+// value unique to the poll. When the poll's context is done (timeout or
+// shutdown) the whole group is killed with SIGKILL. When the command's
+// process has exited, whatever its outcome (success included), its group is
+// killed too: a poll leaves nothing running. When the daemon is a child
+// subreaper (BecomeSubreaper), descendants that left the group (setsid, a
+// double fork) are reparented to it; the poll then kills every child of the
+// daemon whose environment holds its PACER_POLL_ID, round after round
+// (for at most 500 ms), and reaps them and any orphaned zombie. Poll then
+// waits at most 2 seconds more for processes it could not find (no
+// subreaper, a cleared environment, a setuid program) that hold its output
+// open; those are not killed.
 //
 // Stdout is counted into Result.Bytes and otherwise discarded. A poll
 // succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
@@ -86,28 +97,14 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 	}
 	stdout := &tailBuffer{max: tailSize}
 	stderr := &tailBuffer{max: tailSize}
-	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
-	cmd.Env = p.env
-	cmd.Dir = p.dir
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The child leads its own group (pgid == pid); it is not reaped
-		// before Wait returns, so the id cannot have been reused.
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
-	}
-	cmd.WaitDelay = waitDelay
-
+	tag := envTag + "=" + rand.Text()
+	cmd := p.command(ctx, tag, stdout, stderr)
 	if err := cmd.Start(); err != nil {
 		res.Err = p.startError(ctx, err)
+		res.Local = ctx.Err() == nil && markLocal(res.Err, err, true)
 		return res
 	}
-	err := cmd.Wait()
+	err := wait(cmd, tag)
 	res.Bytes = stdout.n
 	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
 		// Exit status 0; ErrWaitDelay only means that something the command
@@ -133,6 +130,49 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 	}
 	res.Err = newPollError(p.redact, err, p.errorPfx, detail)
 	return res
+}
+
+// command prepares one run of the command, tagged with tag (NAME=VALUE).
+func (p *execPoller) command(ctx context.Context, tag string, stdout, stderr *tailBuffer) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
+	// The full slice expression makes append copy: p.env is shared.
+	cmd.Env = append(p.env[:len(p.env):len(p.env)], tag)
+	cmd.Dir = p.dir
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		err := killGroup(cmd.Process.Pid)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	cmd.WaitDelay = waitDelay
+	return cmd
+}
+
+// killGroup kills the process group led by pid. The child leads its own
+// group (pgid == pid) and is not reaped before Wait returns, so the id
+// cannot have been reused.
+func killGroup(pid int) error {
+	return syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// wait waits for cmd and, whatever its outcome, kills what it leaves
+// behind before reaping it: its process group once its process has exited
+// (not yet reaped, so the group id is still its own), then, when this
+// process is a subreaper, the tagged descendants that left the group.
+func wait(cmd *exec.Cmd, tag string) error {
+	pid := cmd.Process.Pid
+	if !waitExited(pid) {
+		return cmd.Wait()
+	}
+	killGroup(pid) // ESRCH: nothing left in the group
+	if isSubreaper() {
+		sweep(pid, tag)
+	}
+	return cmd.Wait()
 }
 
 // startError describes a command that could not be started.

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,46 +172,4 @@ func TestExecCancelKillsGroup(t *testing.T) {
 		t.Fatal("poll did not return after cancel")
 	}
 	eventually(t, 5*time.Second, "grandchild "+strconv.Itoa(pid)+" still runs", func() bool { return processGone(pid) })
-}
-
-// killOnCleanup kills a process a test command left behind on purpose.
-func killOnCleanup(t *testing.T, pid int) {
-	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		eventually(t, 5*time.Second, "stray process survived SIGKILL", func() bool { return processGone(pid) })
-	})
-}
-
-// A process that left the group (setsid) and holds stdout open cannot hang
-// the poll for longer than waitDelay after the timeout.
-func TestExecTimeoutEscapedGrandchild(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	src := shell(`setsid sleep 1000 & echo $! > "$1"; wait`, pidFile)
-	src.Timeout = 500 * time.Millisecond
-	res, took := pollWithin(t, NewExec(src, nil), src.Timeout)
-	killOnCleanup(t, readPID(t, pidFile))
-	if !errors.Is(res.Err, context.DeadlineExceeded) {
-		t.Errorf("Err = %q, want a timeout", errText(res.Err))
-	}
-	if took > src.Timeout+waitDelay+time.Second {
-		t.Errorf("poll took %v", took)
-	}
-}
-
-// A command that exits 0 but leaves a process holding its stdout succeeds
-// once waitDelay has passed; that process is not killed.
-func TestExecBackgroundHolderAfterSuccess(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	res, took := pollWithin(t, NewExec(shell(`sleep 1000 & echo $! > "$1"`, pidFile), nil), 10*time.Second)
-	pid := readPID(t, pidFile)
-	killOnCleanup(t, pid)
-	if res.Err != nil || res.ExitCode != 0 {
-		t.Errorf("got %+v (%s), want success", res, errText(res.Err))
-	}
-	if took > waitDelay+time.Second {
-		t.Errorf("poll took %v", took)
-	}
-	if processGone(pid) {
-		t.Error("background process was killed after a normal exit")
-	}
 }

@@ -22,6 +22,9 @@ const (
 	maxDrain = 64 << 10
 	// defaultMaxBody applies when a source has no positive max_body.
 	defaultMaxBody = 10 << 20
+	// MaxHeaderBytes caps the response headers of one answer (status line
+	// included), whatever max_body says: a larger header fails the poll.
+	MaxHeaderBytes = 1 << 20
 )
 
 // NewTransport returns the one *http.Transport shared by all http sources,
@@ -29,36 +32,38 @@ const (
 // per host, and as many kept idle, so that polls at full concurrency reuse
 // their connections instead of dialing again. It has dial, TLS handshake and
 // idle timeouts, takes its proxy from the environment and attempts HTTP/2.
-// There is no response timeout: every poll's context carries its timeout.
+// Response headers are capped at MaxHeaderBytes (1 MiB) so that one answer
+// cannot make pacer buffer up to max_body of headers. There is no response
+// timeout: every poll's context carries its timeout.
 func NewTransport(maxConns int) *http.Transport {
 	maxConns = max(maxConns, 1)
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          maxConns,
-		MaxIdleConnsPerHost:   maxConns,
-		MaxConnsPerHost:       maxConns,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           maxConns,
+		MaxIdleConnsPerHost:    maxConns,
+		MaxConnsPerHost:        maxConns,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
 	}
 }
 
 // NewClient returns the HTTP client of all http sources over t. It follows
-// at most 10 redirects (an 11th fails the poll) and has no Timeout of its own: each poll's context
-// bounds it.
-func NewClient(t http.RoundTripper) *http.Client {
+// at most 10 redirects (an 11th fails the poll) and never one to the admin
+// listener: admin lists the admin API's listen addresses (host:port, as
+// configured or as bound); a redirect to one of their ports on the admin
+// host or on any address of this machine fails the poll. Each poller adds
+// its source's rule (GET and HEAD only, follow_redirects, headers dropped
+// when leaving the origin; see NewHTTP). The client has no Timeout of its
+// own: each poll's context bounds it.
+func NewClient(t http.RoundTripper, admin []string) *http.Client {
 	return &http.Client{
-		Transport: t,
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-			// via holds the original request and the redirects followed.
-			if len(via) > maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			return nil
-		},
+		Transport:     t,
+		CheckRedirect: checkRedirect(parseAdmin(admin)),
 	}
 }
 
@@ -86,6 +91,12 @@ type httpPoller struct {
 // 503 with a Retry-After header, is throttled (Result.Throttled and
 // RetryAfter set, Err describes it); any other status, a transport error, a
 // timeout or a body over the limit is a failure.
+//
+// Redirects: a GET or HEAD follows them when src.FollowRedirects is nil or
+// true, under the client's own rule (see NewClient); every configured header
+// is dropped once a redirect changes the scheme, host or port. Any other
+// method, or follow_redirects false, takes the 3xx as the answer (a failure
+// unless it is in ExpectStatus).
 func NewHTTP(src *config.Source, client *http.Client, redact func(string) string) Poller {
 	redact = orIdentity(redact)
 	method := src.Method
@@ -96,6 +107,9 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 	if maxBody <= 0 {
 		maxBody = defaultMaxBody
 	}
+	follow := src.FollowRedirects == nil || *src.FollowRedirects
+	own := *client // shares the transport; only the redirect rule differs
+	own.CheckRedirect = pollerRedirect(follow, client.CheckRedirect)
 	return &httpPoller{
 		method:   method,
 		url:      src.URL,
@@ -104,7 +118,7 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 		expect:   src.ExpectStatus,
 		maxBody:  maxBody,
 		timeout:  src.Timeout,
-		client:   client,
+		client:   &own,
 		redact:   redact,
 		errorPfx: method + " " + redact(src.URL),
 	}
@@ -125,6 +139,7 @@ func (p *httpPoller) Poll(ctx context.Context) Result {
 			res.StatusCode = resp.StatusCode
 		}
 		res.Err = p.transportError(ctx, err)
+		res.Local = ctx.Err() == nil && markLocal(res.Err, err, false)
 		return res
 	}
 	defer resp.Body.Close()
@@ -198,7 +213,11 @@ func (p *httpPoller) transportError(ctx context.Context, err error) error {
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
-	return newPollError(p.redact, err, p.errorPfx, err.Error())
+	detail := err.Error()
+	if strings.Contains(detail, "server response headers exceeded") {
+		detail = fmt.Sprintf("response headers exceed %d bytes (1 MiB)", MaxHeaderBytes)
+	}
+	return newPollError(p.redact, err, p.errorPfx, detail)
 }
 
 func (p *httpPoller) errorf(cause error, format string, args ...any) error {

@@ -32,7 +32,7 @@ func newTestClient(t *testing.T, maxConns int) *http.Client {
 	t.Helper()
 	tr := NewTransport(maxConns)
 	t.Cleanup(tr.CloseIdleConnections)
-	return NewClient(tr)
+	return NewClient(tr, nil)
 }
 
 func httpSource(url string) *config.Source {

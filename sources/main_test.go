@@ -16,6 +16,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(localEnv) != "" {
+		os.Exit(lowFDChild())
+	}
+	// As the daemon does at start: exec polls find the descendants that
+	// left their process group.
+	if err := BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -56,7 +65,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 func TestNew(t *testing.T) {
-	client := NewClient(NewTransport(1))
+	client := NewClient(NewTransport(1), nil)
 	if _, err := New(&config.Source{Name: "a", Type: "http", URL: "http://127.0.0.1/"}, client, nil); err != nil {
 		t.Errorf("http: %v", err)
 	}

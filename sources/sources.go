@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
@@ -27,20 +28,69 @@ func New(src *config.Source, client *http.Client, redact func(string) string) (P
 	}
 }
 
+// ErrLocal matches (errors.Is) the error of a poll that failed for lack of
+// pacer's own resources, not because of its source: too many open files
+// (EMFILE, ENFILE), no memory or buffer space (ENOMEM, ENOBUFS), a fork
+// refused (EAGAIN when starting a command), no local port left
+// (EADDRNOTAVAIL when dialing). Result.Local says the same.
+//
+// The scheduler must treat such a poll as neither a success nor a failure
+// of the source: count it apart (pacer_polls_total{outcome="local_error"}),
+// log it, and retry it with the backoff of consecutive local errors (rule
+// 3.4's formula, not past the next schedule tick) without touching the
+// source's consecutive failures, breaker or error_after count, nor its
+// last error; a later local error or success resumes the source as it was.
+var ErrLocal = errors.New("local resource error")
+
 // pollError is the error of a failed or throttled poll. Its text is already
 // redacted; the cause is kept so that errors.Is(err, context.DeadlineExceeded)
-// and errors.Is(err, context.Canceled) work.
+// and errors.Is(err, context.Canceled) work, and errors.Is(err, ErrLocal)
+// holds for a local resource error.
 type pollError struct {
 	text  string
 	cause error
+	local bool
 }
 
 func (e *pollError) Error() string { return e.text }
 func (e *pollError) Unwrap() error { return e.cause }
 
+// Is makes errors.Is(err, ErrLocal) hold for a local resource error.
+func (e *pollError) Is(target error) bool { return target == ErrLocal && e.local }
+
 // newPollError returns a pollError whose text is redact(prefix + ": " + detail).
 func newPollError(redact func(string) string, cause error, prefix, detail string) error {
 	return &pollError{text: redact(prefix + ": " + detail), cause: cause}
+}
+
+// isLocal reports whether err, from starting a command (starting) or from
+// dialing and exchanging over HTTP, is a shortage of pacer's own resources.
+// EAGAIN is one only when starting a command (fork); from a socket it
+// describes the peer. EADDRNOTAVAIL is one only over HTTP (no local port).
+func isLocal(err error, starting bool) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENOBUFS:
+		return true
+	case syscall.EAGAIN:
+		return starting
+	case syscall.EADDRNOTAVAIL:
+		return !starting
+	}
+	return false
+}
+
+// markLocal marks err (a *pollError) as local and reports true when isLocal.
+func markLocal(err, cause error, starting bool) bool {
+	var pe *pollError
+	if cause == nil || !isLocal(cause, starting) || !errors.As(err, &pe) {
+		return false
+	}
+	pe.local = true
+	return true
 }
 
 // ctxDetail describes a poll cut off by its context: a timeout (deadline) or

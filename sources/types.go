@@ -23,6 +23,10 @@ type Result struct {
 	ExitCode int
 	// Bytes is the number of response body (http) or stdout (exec) bytes read.
 	Bytes int64
+	// Local is true when the poll failed for lack of pacer's own resources
+	// (errors.Is(Err, ErrLocal)): the scheduler counts it apart and never
+	// against the source (see ErrLocal).
+	Local bool
 }
 
 // Poller performs one poll. Poll must return promptly once ctx is done
