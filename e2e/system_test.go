@@ -347,7 +347,7 @@ sources:
   - {name: ok, type: http, url: "` + u.URL("/ok") + `", schedule: "@every 1s"}
 `)
 	d := in.start()
-	limit := d.metric("pacer_concurrency_limit", "")
+	limit := d.metric("pacer_concurrency_limit")
 	if limit >= 1000 || limit < 1 || limit > 256 {
 		t.Errorf("pacer_concurrency_limit = %v with concurrency 1000 and RLIMIT_NOFILE 256", limit)
 	}
