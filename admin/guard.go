@@ -14,7 +14,9 @@ import (
 //
 //   - a request arriving on a loopback address whose Host is neither an IP
 //     address nor localhost: a DNS-rebinding page (evil.example resolved to
-//     127.0.0.1) would otherwise read and drive the API as same-origin;
+//     127.0.0.1) would otherwise read and drive the API as same-origin.
+//     An HTTP/1.0 request without Host (old health checkers) passes: a
+//     browser always sends one;
 //   - a POST (any method but GET, HEAD and OPTIONS) whose Origin header is
 //     present and is not the listener's own origin, the scheme://host:port
 //     the request was addressed to. A "null" Origin (sandboxed frames,
@@ -26,7 +28,7 @@ import (
 // too.
 func guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if onLoopback(r) && !localHost(r.Host) {
+		if onLoopback(r) && r.Host != "" && !localHost(r.Host) {
 			writeError(w, http.StatusForbidden, "Host "+quote(r.Host)+
 				" refused: on a loopback listener the Host must be an IP address or localhost (DNS rebinding)")
 			return

@@ -6,8 +6,10 @@ package admin_test
 // DNS rebinding.
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -198,5 +200,28 @@ func TestIPAndLocalhostHostAccepted(t *testing.T) {
 				t.Errorf("GET %s, Host %s: %s, want 200", path, h, a)
 			}
 		}
+	}
+}
+
+// An HTTP/1.0 request without a Host header (what some health checkers
+// send) is no browser's and is served on loopback too.
+func TestNoHostHeaderAccepted(t *testing.T) {
+	f := newFixture(t)
+	conn, err := net.Dial("tcp", f.hostPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Errorf("GET /healthz over HTTP/1.0 without Host: %d %s, want 200", resp.StatusCode, body)
 	}
 }
