@@ -1,5 +1,6 @@
 // Package admin serves pacer's admin HTTP API (contract section 5): health,
-// readiness, Prometheus metrics and the source endpoints.
+// readiness, Prometheus metrics and the source endpoints, behind the
+// origin and Host checks of section 11.4.
 package admin
 
 import (
@@ -47,7 +48,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NewHandler returns the API's handler.
+// NewHandler returns the API's handler. Every request passes guard first
+// (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
 	a := &api{c: c, token: opts.Token, log: opts.Logger}
 	if a.log == nil {
@@ -67,7 +69,7 @@ func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	return mux
+	return guard(mux)
 }
 
 type api struct {

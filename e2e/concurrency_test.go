@@ -30,14 +30,14 @@ func TestGlobalConcurrencyCap(t *testing.T) {
 	in.writeConfig(b.String())
 	d := in.start()
 
-	if v := d.metric("pacer_concurrency_limit", ""); v != 4 {
+	if v := d.metric("pacer_concurrency_limit"); v != 4 {
 		t.Errorf("pacer_concurrency_limit = %v, want 4", v)
 	}
 	// Sample the inflight gauge for 6 seconds.
 	maxInflight := 0.0
 	end := time.Now().Add(6 * time.Second)
 	for time.Now().Before(end) {
-		if v := d.metric("pacer_inflight", ""); v > maxInflight {
+		if v := d.metric("pacer_inflight"); v > maxInflight {
 			maxInflight = v
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -68,15 +68,15 @@ func TestGlobalConcurrencyCap(t *testing.T) {
 	}
 	// 60 sources competing for 4 permits wait for them; polls last 300ms.
 	m := d.metrics()
-	if v, _ := metricValue(m, "pacer_semaphore_wait_seconds_sum", ""); v < 1 {
+	if _, v, _ := m.histogram("pacer_semaphore_wait_seconds"); v < 1 {
 		t.Errorf("pacer_semaphore_wait_seconds_sum = %v with 60 sources saturating 4 permits", v)
 	}
-	sum, _ := metricValue(m, "pacer_poll_duration_seconds_sum", "")
-	cnt, _ := metricValue(m, "pacer_poll_duration_seconds_count", "")
+	n, sum, _ := m.histogram("pacer_poll_duration_seconds")
+	cnt := float64(n)
 	if cnt < 1 || sum/cnt < 0.25 || sum/cnt > 1.5 {
 		t.Errorf("pacer_poll_duration_seconds: mean %.3fs over %v polls of 300ms", sum/cnt, cnt)
 	}
-	if v := d.metric("pacer_polls_total", `outcome="skipped"`); v < 1 {
+	if v := d.metric("pacer_polls_total", "outcome", "skipped"); v < 1 {
 		t.Errorf(`pacer_polls_total{outcome="skipped"} = %v; 60 sources at 1/s on 4 permits must skip ticks`, v)
 	}
 }
@@ -95,7 +95,7 @@ sources:
 `)
 	d := in.start()
 	eventually(t, 10*time.Second, `pacer_polls_total{outcome="skipped"} >= 2 after a 2.5s poll on 1s ticks`, func() error {
-		if v := d.metric("pacer_polls_total", `outcome="skipped"`); v < 2 {
+		if v := d.metric("pacer_polls_total", "outcome", "skipped"); v < 2 {
 			return errf("skipped = %v (polls of slow so far: %d)", v, u.Count("/slow"))
 		}
 		return nil
@@ -215,7 +215,7 @@ func TestLimitGroupDoesNotStarveOthers(t *testing.T) {
 	t0 := time.Now()
 	maxInflight := 0.0
 	for time.Now().Before(t0.Add(6 * time.Second)) {
-		maxInflight = max(maxInflight, d.metric("pacer_inflight", ""))
+		maxInflight = max(maxInflight, d.metric("pacer_inflight"))
 		time.Sleep(100 * time.Millisecond)
 	}
 	var ts []time.Time

@@ -104,10 +104,10 @@ sources:
 	if o := in.statusJSON("x"); o.State != "error" || o.ErrorReason != wantReason || o.NextRunAt != nil {
 		t.Errorf("status -json x (daemon running): %s", o)
 	}
-	if v := d.metric("pacer_source_consecutive_failures", `source="x"`); v != 5 {
+	if v := d.metric("pacer_source_consecutive_failures", "source", "x"); v != 5 {
 		t.Errorf(`pacer_source_consecutive_failures{source="x"} = %v in error, want 5`, v)
 	}
-	if v := d.metric("pacer_sources", `state="error"`); v != 1 {
+	if v := d.metric("pacer_sources", "state", "error"); v != 1 {
 		t.Errorf(`pacer_sources{state="error"} = %v, want 1`, v)
 	}
 
@@ -372,7 +372,7 @@ sources:
 		t.Errorf("nora: %s", o)
 	}
 
-	if v := d.metric("pacer_polls_total", `outcome="throttled"`); v < 6 {
+	if v := d.metric("pacer_polls_total", "outcome", "throttled"); v < 6 {
 		t.Errorf(`pacer_polls_total{outcome="throttled"} = %v, want >= 6`, v)
 	}
 	recs := d.history("ra", 5)

@@ -56,7 +56,7 @@ func TestFaultDescriptorLimit(t *testing.T) {
 		t.Fatalf("the daemon runs with RLIMIT_NOFILE %d:%d, want %d:%d", soft, hard, nofile, nofile)
 	}
 	var limit int
-	fds.hold(func() { limit = int(d.metric("pacer_concurrency_limit", "")) })
+	fds.hold(func() { limit = int(d.metric("pacer_concurrency_limit")) })
 	if limit < 1 || limit > (nofile-64)/4 {
 		t.Errorf("pacer_concurrency_limit = %d with concurrency %d under RLIMIT_NOFILE %d; it must fit: at most (%d-64)/4 = %d",
 			limit, configured, nofile, nofile, (nofile-64)/4)

@@ -110,7 +110,11 @@ sources:
 			return fds, 0, err
 		}
 		mc.CloseIdleConnections()
-		g, ok := metricValue(string(body), "go_goroutines", "")
+		m, err := parseMetrics(string(body))
+		if err != nil {
+			return fds, 0, err
+		}
+		g, ok := m.value("go_goroutines")
 		if !ok {
 			return fds, 0, fmt.Errorf("no go_goroutines in /metrics")
 		}
@@ -164,7 +168,7 @@ sources:
 		var m string
 		fds.hold(func() { m = d.metrics() })
 		for _, oc := range []string{"success", "failure", "throttled", "interrupted", "rejected", "skipped"} {
-			v, _ := metricValue(m, "pacer_polls_total", `outcome="`+oc+`"`)
+			v, _ := m.value("pacer_polls_total", "outcome", oc)
 			by[oc] = v
 		}
 		return by["success"] + by["failure"] + by["throttled"] + by["interrupted"], by
@@ -225,7 +229,7 @@ sources:
 		var inflight float64
 		var all map[string]sourceObj
 		fds.hold(func() {
-			inflight = d.metric("pacer_inflight", "")
+			inflight = d.metric("pacer_inflight")
 			all = d.sources()
 		})
 		for _, n := range names {

@@ -16,8 +16,9 @@ func TestRestartAfterSIGTERM(t *testing.T) {
 	testRestart(t, false)
 }
 
-// Rule 3.8: the same after kill -9 (state committed within 250ms of a poll's
-// end); a poll cut off by the crash leaves no record and counts as nothing.
+// Rule 3.8: the same after kill -9, sent 250ms after a poll's end (the
+// state is committed within 250ms of it: that poll must be in the store); a
+// poll cut off by the crash leaves no record and counts as nothing.
 func TestRestartAfterSIGKILL(t *testing.T) {
 	t.Parallel()
 	testRestart(t, true)
@@ -87,13 +88,12 @@ sources:
 	u.waitArrivals(t, "/ok", 1, 3*time.Second)
 
 	names := []string{"open", "err", "paused", "back", "thr"}
-	before := d.sources()
+	var before map[string]sourceObj
+	okEnded := 0 // polls of ok that ended 250ms or more before the kill
 	if crash {
-		// Committed within 250ms of the poll's end (and of the command).
-		time.Sleep(400 * time.Millisecond)
-		before = d.sources()
-		d.kill()
+		okEnded = killAfterPollEnd(t, d, u, "/ok", &before)
 	} else {
+		before = d.sources()
 		d.stop(10 * time.Second)
 	}
 	stoppedAt := time.Now()
@@ -105,6 +105,9 @@ sources:
 
 	// Offline: status reads the same state from the store.
 	offline := in.statusAll()
+	if o := offline["ok"]; crash && o.PollsTotal < int64(okEnded) {
+		t.Errorf("ok: %d polls stored, but %d had ended 250ms before the kill (rule 3.8): %s", o.PollsTotal, okEnded, o)
+	}
 	for _, n := range names {
 		if err := sameState(before[n], offline[n]); err != nil {
 			t.Errorf("status -json after the stop, %s: %v\nbefore: %s\nstored: %s", n, err, before[n], offline[n])
@@ -193,6 +196,47 @@ sources:
 	if o := all["paused"]; o.State != "paused" || o.PausedReason != "maintenance window" {
 		t.Errorf("paused after restart: %s", o)
 	}
+}
+
+// pollEndAllowance is how much later than the upstream saw its answer
+// leave a poll ends for pacer (the answer's way back over loopback and its
+// reading), added to the 250ms of rule 3.8.
+const pollEndAllowance = 5 * time.Millisecond
+
+// killAfterPollEnd waits for a poll on path to end (as the upstream saw it),
+// fills before with the daemon's sources, and sends kill -9 250ms after
+// that end: the edge of rule 3.8's window. It returns how many polls on path
+// had ended at least 250ms (plus pollEndAllowance) before the kill, all of
+// which the store must have.
+func killAfterPollEnd(t *testing.T, d *daemon, u *upstream, path string, before *map[string]sourceObj) int {
+	t.Helper()
+	since := time.Now()
+	var end time.Time
+	eventually(t, 3*time.Second, "a poll on "+path+" ending", func() error {
+		for _, a := range u.Arrivals(path) {
+			if a.At.After(since) && !a.End.IsZero() {
+				end = a.End
+				return nil
+			}
+		}
+		return errf("none since %s", since.Format("15:04:05.000"))
+	})
+	*before = d.sources()
+	window := 250*time.Millisecond + pollEndAllowance
+	sleepUntil(end.Add(window)) // the kill's place is what is tested
+	killAt := time.Now()
+	d.kill()
+	t.Logf("kill -9 sent %s after the end of a poll on %s", killAt.Sub(end).Round(time.Millisecond), path)
+	ended := 0
+	for _, a := range u.Arrivals(path) {
+		if !a.End.IsZero() && !a.End.After(killAt.Add(-window)) {
+			ended++
+		}
+	}
+	if ended == 0 {
+		t.Fatalf("no poll on %s ended 250ms before the kill", path)
+	}
+	return ended
 }
 
 // sameState compares what must carry over a restart.

@@ -424,7 +424,7 @@ sources:
 			t.Errorf("history of %s: want failures whose error shows *** for the secret, got %+v", name, recs)
 		}
 	}
-	if !strings.Contains(d.metrics(), "pacer_polls_total") {
+	if d.metrics().typeOf("pacer_polls_total") != "counter" {
 		t.Error("/metrics has no pacer_polls_total")
 	}
 	for _, a := range answers {

@@ -226,7 +226,7 @@ sources:
 	if u.CountSince("/bad", badAt) != 0 {
 		t.Errorf("a source of the rejected config was polled")
 	}
-	if v := d.metric("pacer_concurrency_limit", ""); v != 4 {
+	if v := d.metric("pacer_concurrency_limit"); v != 4 {
 		t.Errorf("pacer_concurrency_limit %v after a rejected reload, want 4", v)
 	}
 
@@ -297,7 +297,7 @@ func TestReloadLimitsAndConcurrency(t *testing.T) {
 		in.writeConfig(cfg(step.conc, step.group))
 		d.signal(syscall.SIGHUP)
 		softly(t, 2*time.Second, fmt.Sprintf("pacer_concurrency_limit %d after the reload", step.conc), func() error {
-			if v := d.metric("pacer_concurrency_limit", ""); v != float64(step.conc) {
+			if v := d.metric("pacer_concurrency_limit"); v != float64(step.conc) {
 				return errf("%v", v)
 			}
 			return nil

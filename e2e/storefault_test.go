@@ -384,7 +384,7 @@ sources:
 				return errf("%s", o)
 			}
 		}
-		if n := d.metric("pacer_store_errors_total", ""); n != 0 {
+		if n := d.metric("pacer_store_errors_total"); n != 0 {
 			return errf("store errors before the fault: %v", n)
 		}
 		return nil
@@ -424,7 +424,7 @@ sources:
 		if since := time.Since(faultAt); since < 4*time.Second {
 			missing = append(missing, fmt.Sprintf("the fault is only %v old", since.Round(time.Millisecond)))
 		}
-		if n := d.metric("pacer_store_errors_total", ""); n < 1 {
+		if n := d.metric("pacer_store_errors_total"); n < 1 {
 			missing = append(missing, fmt.Sprintf("pacer_store_errors_total is %v", n))
 		}
 		if o := d.source("flaky"); o.State != "error" {
@@ -444,7 +444,7 @@ sources:
 	if code, _ := d.do("GET", "/healthz", "", ""); code != 200 || d.exited() {
 		t.Fatalf("the daemon is not serving during the fault (healthz %d, exited %v)", code, d.exited())
 	}
-	errorsDuring := d.metric("pacer_store_errors_total", "")
+	errorsDuring := d.metric("pacer_store_errors_total")
 	flakyHist := d.history("flaky", 100)
 
 	// The fault clears.
@@ -471,7 +471,7 @@ sources:
 	}
 	var api map[string]sourceObj
 	eventually(t, 10*time.Second, "nothing in flight and the API still", func() error {
-		if n := d.metric("pacer_inflight", ""); n != 0 {
+		if n := d.metric("pacer_inflight"); n != 0 {
 			return errf("%v in flight", n)
 		}
 		a := d.sources()

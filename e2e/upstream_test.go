@@ -32,6 +32,9 @@ type arrival struct {
 	Query  url.Values
 	Raw    string // the request URI
 	Body   string // the request body (first 64 KiB)
+	// End is when the answer was written (zero while in flight or when the
+	// client went away first).
+	End time.Time
 }
 
 type gauge struct{ cur, peak int }
@@ -145,6 +148,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	b := ps.beh
 	rel := ps.release
 	ps.arrivals = append(ps.arrivals, arrival{At: now, Method: r.Method, Header: r.Header.Clone(), Query: r.URL.Query(), Raw: r.RequestURI, Body: string(body)})
+	idx := len(ps.arrivals) - 1
 	ps.g.inc()
 	tg := u.tag(path)
 	tg.inc()
@@ -198,6 +202,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		ps.cancelled++
 	} else {
 		ps.completed++
+		ps.arrivals[idx].End = time.Now()
 	}
 	u.mu.Unlock()
 }

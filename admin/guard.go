@@ -1,0 +1,100 @@
+package admin
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// guard refuses, with 403 and before any handler runs, the two requests a
+// web page the operator visits can make the operator's browser send
+// (contract section 11.4):
+//
+//   - a request arriving on a loopback address whose Host is neither an IP
+//     address nor localhost: a DNS-rebinding page (evil.example resolved to
+//     127.0.0.1) would otherwise read and drive the API as same-origin.
+//     An HTTP/1.0 request without Host (old health checkers) passes: a
+//     browser always sends one;
+//   - a POST (any method but GET, HEAD and OPTIONS) whose Origin header is
+//     present and is not the listener's own origin, the scheme://host:port
+//     the request was addressed to. A "null" Origin (sandboxed frames,
+//     redirects, file: pages) is foreign. Clients that send no Origin (curl,
+//     scripts) are not browsers driven by a page, and pass.
+//
+// "Loopback" is decided per connection, from the address it was accepted
+// on, so a listener on all interfaces is guarded for its loopback clients
+// too.
+func guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if onLoopback(r) && r.Host != "" && !localHost(r.Host) {
+			writeError(w, http.StatusForbidden, "Host "+quote(r.Host)+
+				" refused: on a loopback listener the Host must be an IP address or localhost (DNS rebinding)")
+			return
+		}
+		if !safeMethod(r.Method) {
+			if origin, sent := r.Header["Origin"]; sent && !sameOrigin(origin, r) {
+				writeError(w, http.StatusForbidden, "cross-origin request refused: Origin "+
+					quote(strings.Join(origin, ", "))+" is not this listener's origin "+quote(ownOrigin(r)))
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// safeMethod reports whether m changes nothing by definition (RFC 9110).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// onLoopback reports whether r arrived on a loopback address.
+func onLoopback(r *http.Request) bool {
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(la.String())
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// localHost reports whether the Host header names an IP address or
+// localhost (with or without a port).
+func localHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
+
+// ownOrigin is the origin the request was addressed to.
+func ownOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// sameOrigin reports whether the Origin header (all its values) is r's own
+// origin. Host names compare without regard to case, as in URLs.
+func sameOrigin(origin []string, r *http.Request) bool {
+	return len(origin) == 1 && strings.EqualFold(origin[0], ownOrigin(r))
+}
+
+// quote shows a header value in an error message, cut to a sane length.
+func quote(s string) string {
+	const maxShown = 200
+	if len(s) > maxShown {
+		s = s[:maxShown] + "..."
+	}
+	return strconv.Quote(s)
+}
