@@ -141,7 +141,10 @@ func ParseSchedule(spec string) (Schedule, error) {
 // parseSchedule, its text may repeat parts of the input.
 type cronError struct{ err error }
 
+// Error returns the parser's message.
 func (e *cronError) Error() string { return e.err.Error() }
+
+// Unwrap returns the parser's error.
 func (e *cronError) Unwrap() error { return e.err }
 
 // parseSchedule is ParseSchedule with errors that do not repeat the input,
