@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // PeekStore returns the store path that Load would return for the config
@@ -50,7 +52,7 @@ func PeekStore(path string) (store string, ok bool) {
 		return "", false
 	}
 	s := *v.Store
-	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || isPostgresURL(s) {
+	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || backend.IsPostgres(s) {
 		return "", false
 	}
 	if filepath.IsAbs(s) {

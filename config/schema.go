@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // inherited holds the settings a source inherits from defaults.
@@ -96,7 +98,7 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 // store completes cfg.Store: a SQLite path is made absolute; the password
 // of a PostgreSQL URL is a secret.
 func (l *loader) store(cfg *Config) {
-	if !isPostgresURL(cfg.Store) {
+	if !backend.IsPostgres(cfg.Store) {
 		cfg.Store = l.resolve(cfg.Store)
 		return
 	}

@@ -181,10 +181,3 @@ func (l *loader) lookPath(name string) lookResult {
 	}
 	return lookResult{emptyPATH: pathEnv == ""}
 }
-
-// isPostgresURL reports whether a store setting names a PostgreSQL server
-// rather than a SQLite file (the scheme in any case, as PostgreSQL reads it).
-func isPostgresURL(store string) bool {
-	l := strings.ToLower(store)
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
-}
