@@ -16,7 +16,7 @@ import (
 
 // Built-in defaults, used when a key is absent.
 const (
-	DefaultStore           = "pacer.db"
+	DefaultStore           = "pacer.db" // in $STATE_DIRECTORY under systemd, see defaultStore
 	DefaultConcurrency     = 16
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultAdminListen     = "127.0.0.1:9090"
@@ -32,6 +32,31 @@ const (
 	MaxNameLen = 200
 )
 
+// StateDirectoryEnv is the variable in which systemd passes the
+// directories of StateDirectory= (colon-separated when there are several).
+const StateDirectoryEnv = "STATE_DIRECTORY"
+
+// defaultStore is the store of a config without a store key: DefaultStore
+// in the first directory of $STATE_DIRECTORY when systemd sets it (so that
+// the shipped unit, whose file system is read-only but for that directory,
+// needs no store key), else DefaultStore next to the config file (in dir).
+func defaultStore(env func(string) (string, bool), dir string) string {
+	if v, ok := env(StateDirectoryEnv); ok {
+		if first, _, _ := strings.Cut(v, ":"); first != "" {
+			return resolveIn(dir, filepath.Join(first, DefaultStore))
+		}
+	}
+	return resolveIn(dir, DefaultStore)
+}
+
+// resolveIn makes p absolute against dir.
+func resolveIn(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
 // DefaultBackoff is the built-in backoff policy.
 func DefaultBackoff() Backoff {
 	return Backoff{Initial: time.Second, Max: 15 * time.Minute, Multiplier: 2, Jitter: 0.1}
@@ -44,8 +69,9 @@ func DefaultBreaker() Breaker {
 
 // Load reads, expands, defaults and validates the config file at path.
 // env looks up environment variables (pass os.LookupEnv in production; nil
-// means an empty environment). It is used for ${VAR} expansion and for PATH
-// when resolving exec commands.
+// means an empty environment). It is used for ${VAR} expansion, for PATH
+// when resolving exec commands and for $STATE_DIRECTORY, where the default
+// store is under systemd.
 //
 // On any problem Load returns a nil *Config and a Problems error listing
 // every problem found, not just the first.

@@ -2,7 +2,6 @@ package config
 
 import (
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -143,12 +142,7 @@ func (l *loader) minInt(n *yaml.Node, p path, min int) (int, bool) {
 }
 
 // resolve makes p absolute against the config directory.
-func (l *loader) resolve(p string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(l.dir, p)
-}
+func (l *loader) resolve(p string) string { return resolveIn(l.dir, p) }
 
 // isVarName reports whether s is an environment variable name that ${...}
 // accepts: [A-Za-z_][A-Za-z0-9_]*.

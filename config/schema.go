@@ -29,7 +29,6 @@ type inherited struct {
 // sources name) and defaults (which sources inherit), then the sources.
 func (l *loader) config(root *yaml.Node) *Config {
 	cfg := &Config{
-		Store:           DefaultStore,
 		Concurrency:     DefaultConcurrency,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		Admin:           Admin{Listen: DefaultAdminListen},
@@ -95,9 +94,14 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 	}
 }
 
-// store completes cfg.Store: a SQLite path is made absolute; the password
-// of a PostgreSQL URL is a secret.
+// store completes cfg.Store: without a store key it is the default store
+// (see defaultStore); a SQLite path is made absolute; the password of a
+// PostgreSQL URL is a secret.
 func (l *loader) store(cfg *Config) {
+	if cfg.Store == "" {
+		cfg.Store = defaultStore(l.env, l.dir)
+		return
+	}
 	if !backend.IsPostgres(cfg.Store) {
 		cfg.Store = l.resolve(cfg.Store)
 		return
