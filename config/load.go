@@ -104,7 +104,6 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		checked:   map[string]string{},
 		dirs:      map[string]dirResult{},
 		schedules: map[string]parsedSchedule{},
-		fp:        fpEncoder{memo: true},
 	}
 	cfg := l.config(root)
 	cfg.Path = abs
@@ -180,8 +179,7 @@ type loader struct {
 	checked   map[string]string         // checkExecutable cache
 	dirs      map[string]dirResult      // os.Stat cache for dir
 	schedules map[string]parsedSchedule // valid schedules by their text (they are immutable)
-	fp        fpEncoder
-	fpBuf     []byte
+	fp        fingerprinter
 }
 
 // addf records a problem. String and error arguments are redacted before

@@ -149,7 +149,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 	l.requireTypeKeys(&s, ps, prefix)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
-	s.Fingerprint, l.fpBuf = l.fp.fingerprint(l.fpBuf, &s)
+	s.Fingerprint = l.fp.fingerprint(&s)
 	return s, true
 }
 
