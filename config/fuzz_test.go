@@ -10,7 +10,8 @@ package config
 // commit it with the fix.
 //
 // Properties checked on every input:
-//   - nothing panics or hangs;
+//   - nothing panics or hangs (a panic of the YAML parser, which Load
+//     turns into a problem, fails too);
 //   - a rejection is a Problems (Load) or an error naming what was invalid
 //     (the parsers), and no Problem has an empty Path: each names a field
 //     ("sources[name=api].url", "limits.g.rate"), an unknown key, or the
@@ -67,6 +68,9 @@ func checkProblems(t *testing.T, file string, err error, input []byte) {
 		}
 		if p.Msg == "" {
 			t.Fatalf("problem without a message: %q", p.String())
+		}
+		if strings.Contains(p.Msg, parserPanic) {
+			t.Fatalf("the YAML parser panicked: %q", p.String())
 		}
 		if !namesField(file, p) {
 			t.Fatalf("problem path %q names no field, key or file position (msg %q)", p.Path, p.Msg)

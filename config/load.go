@@ -114,11 +114,18 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	return cfg, nil
 }
 
-// parseYAML decodes data into a node tree; a syntax error is one Problem.
+// parserPanic starts the message of the problem that stands for a panic of
+// the YAML parser: a bug to report, not the user's (tests and fuzz targets
+// fail on it).
+const parserPanic = "internal error: the YAML parser panicked"
+
+// parseYAML decodes data into a node tree; a syntax error is one Problem,
+// and so is a panic of the parser (see parserPanic): odd input must not
+// bring the daemon down.
 func parseYAML(file string, data []byte) (root *yaml.Node, prob *Problem) {
 	defer func() {
 		if r := recover(); r != nil {
-			root, prob = nil, &Problem{Path: file, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}
+			root, prob = nil, &Problem{Path: file, Msg: fmt.Sprintf("cannot parse YAML (%s: %v)", parserPanic, r)}
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
