@@ -23,9 +23,10 @@ type preload struct {
 }
 
 // startPreload starts reading the states of the store that configPath
-// names, if it names one for certain; nil otherwise.
-func startPreload(configPath string) *preload {
-	path, ok := config.PeekStore(configPath)
+// names (with the environment lookup, as config.Load), if it names one for
+// certain; nil otherwise.
+func startPreload(configPath string, lookup func(string) (string, bool)) *preload {
+	path, ok := config.PeekStore(configPath, lookup)
 	if !ok {
 		return nil
 	}

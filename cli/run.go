@@ -35,7 +35,7 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	restoreGC := startupGC()
 	defer restoreGC()
-	pre := startPreload(*f.config)
+	pre := startPreload(*f.config, env.LookupEnv)
 	cfg, err := f.load(env)
 	if err != nil {
 		pre.release()

@@ -8,9 +8,9 @@ package config
 // (the rounds alternate), so that a noisy machine moves both alike:
 //   - BenchmarkLoad: yaml.v3 decoding the same bytes into a yaml.Node, the
 //     part of Load that cannot be avoided. "load/yaml" is their ratio.
-//   - BenchmarkFingerprint: the JSON (encoding/json) + SHA-256
-//     implementation that Fingerprint replaced (oldFingerprint below).
-//     "new/old" is their ratio.
+//   - BenchmarkFingerprint: json.Marshal + SHA-256 (oldFingerprint below,
+//     the first implementation; Fingerprint streams the same document
+//     through a reused json.Encoder). "new/old" is their ratio.
 
 import (
 	"crypto/sha256"
@@ -142,10 +142,10 @@ func writeBench(b *testing.B, data []byte) string {
 	return path
 }
 
-// oldCanonicalSource and oldFingerprint are the encoding/json implementation
-// of Fingerprint (version 1) that the hand-written encoder replaced. They
-// are the baseline of BenchmarkFingerprint and the reference that
-// TestFingerprintMatchesJSON compares Fingerprint with.
+// oldCanonicalSource and oldFingerprint are the first implementation of
+// Fingerprint (version 1), written separately from fpDoc: the baseline of
+// BenchmarkFingerprint and the reference that TestFingerprintMatchesJSON
+// compares Fingerprint with.
 type oldCanonicalSource struct {
 	V            int               `json:"v"`
 	Name         string            `json:"name"`

@@ -135,8 +135,8 @@ func TestFingerprintChangesWithEveryField(t *testing.T) {
 	}
 }
 
-// TestFingerprintMatchesJSON checks that the hand-written encoder writes
-// what encoding/json wrote (oldFingerprint, in bench_test.go), so that the
+// TestFingerprintMatchesJSON checks that Fingerprint hashes what the first
+// release hashed (oldFingerprint, in bench_test.go), so that the
 // fingerprints stored by earlier releases stay valid: on loaded sources and
 // on random ones full of characters that JSON escapes, invalid UTF-8 and
 // floats of every magnitude.
@@ -151,7 +151,7 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 			return
 		}
 		if got, want := Fingerprint(s), oldFingerprint(s); got != want {
-			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, new(fpEncoder).appendCanonical(nil, s), got)
+			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, got, want)
 		}
 	}
 	cfg, err := Load("../testdata/config/full.yaml", envMap(nil))
@@ -399,12 +399,12 @@ func TestFingerprintRevealsNoSecret(t *testing.T) {
 	}
 }
 
-// TestFingerprintMemo checks Load's encoder, which reuses the encoding of
-// the settings it wrote last, against Fingerprint: 0 and -0 must not be
-// taken for each other.
-func TestFingerprintMemo(t *testing.T) {
-	e := fpEncoder{memo: true}
-	var buf []byte
+// TestFingerprintReuse checks Load's fingerprinter, which reuses its
+// buffer from source to source, against Fingerprint: nothing of one source
+// (0 and -0 included, and sources with invalid UTF-8 in between) carries
+// over to the next.
+func TestFingerprintReuse(t *testing.T) {
+	var f fingerprinter
 	rng := rand.New(rand.NewPCG(3, 4))
 	negZero := math.Copysign(0, -1)
 	for i := range 5000 {
@@ -413,21 +413,21 @@ func TestFingerprintMemo(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			s.Timeout = time.Duration(rng.IntN(3))
 		}
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			s.Backoff.Jitter = negZero
 		case 1:
 			s.Backoff.Jitter = 0
 		case 2:
 			s.Backoff.Multiplier = []float64{1, 2, 1.5}[rng.IntN(3)]
+		case 3:
+			s.Body = "\xff" + s.Name
 		}
 		if rng.IntN(3) == 0 {
 			s.Breaker.Failures, s.ErrorAfter = s.ErrorAfter, s.Breaker.Failures
 		}
-		var fp string
-		fp, buf = e.fingerprint(buf, &s)
-		if want := Fingerprint(&s); fp != want {
-			t.Fatalf("source %d: memo encoder gives %s, Fingerprint %s", i, fp, want)
+		if fp, want := f.fingerprint(&s), Fingerprint(&s); fp != want {
+			t.Fatalf("source %d: reused fingerprinter gives %s, Fingerprint %s", i, fp, want)
 		}
 	}
 }

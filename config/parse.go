@@ -42,17 +42,10 @@ func isDecimal(s string) bool {
 	return (whole == "" || isDigits(whole)) && (frac == "" || isDigits(frac)) && (whole != "" || frac != "")
 }
 
-// ParseSize parses a size in bytes: "1024", "512B", "10KiB", "10MiB" or
+// parseSize parses a size in bytes: "1024", "512B", "10KiB", "10MiB" or
 // "1GiB". Negative sizes and sizes that overflow int64 are errors.
-func ParseSize(s string) (int64, error) {
-	n, err := parseSize(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size %q: %w", s, err)
-	}
-	return n, nil
-}
-
-// parseSize is ParseSize with errors that do not repeat the input.
+// Its errors do not repeat the input (which may hold a secret): Load
+// quotes the input, redacted, itself.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	num, mult := t, int64(1)
@@ -78,17 +71,10 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// ParseRate parses a rate "N/s", "N/m" or "N/h" (N > 0, decimals allowed)
+// parseRate parses a rate "N/s", "N/m" or "N/h" (N > 0, decimals allowed)
 // and returns it in events per second.
-func ParseRate(s string) (float64, error) {
-	r, err := parseRate(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid rate %q: %w", s, err)
-	}
-	return r, nil
-}
-
-// parseRate is ParseRate with errors that do not repeat the input.
+// Its errors do not repeat the input (which may hold a secret): Load
+// quotes the input, redacted, itself.
 func parseRate(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	i := strings.LastIndexByte(t, '/')
@@ -141,7 +127,10 @@ func ParseSchedule(spec string) (Schedule, error) {
 // parseSchedule, its text may repeat parts of the input.
 type cronError struct{ err error }
 
+// Error returns the parser's message.
 func (e *cronError) Error() string { return e.err.Error() }
+
+// Unwrap returns the parser's error.
 func (e *cronError) Unwrap() error { return e.err }
 
 // parseSchedule is ParseSchedule with errors that do not repeat the input,

@@ -40,12 +40,12 @@ func TestParseSize(t *testing.T) {
 		{"10 TiB", 0, false},
 	}
 	for _, c := range cases {
-		got, err := ParseSize(c.in)
+		got, err := parseSize(c.in)
 		if c.ok && (err != nil || got != c.want) {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
+			t.Errorf("parseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
 		if !c.ok && err == nil {
-			t.Errorf("ParseSize(%q) = %d, want error", c.in, got)
+			t.Errorf("parseSize(%q) = %d, want error", c.in, got)
 		}
 	}
 }
@@ -79,12 +79,12 @@ func TestParseRate(t *testing.T) {
 		{"", 0, false},
 	}
 	for _, c := range cases {
-		got, err := ParseRate(c.in)
+		got, err := parseRate(c.in)
 		if c.ok && (err != nil || math.Abs(got-c.want) > 1e-12) {
-			t.Errorf("ParseRate(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			t.Errorf("parseRate(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 		if !c.ok && err == nil {
-			t.Errorf("ParseRate(%q) = %v, want error", c.in, got)
+			t.Errorf("parseRate(%q) = %v, want error", c.in, got)
 		}
 	}
 }

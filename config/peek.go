@@ -7,16 +7,23 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // PeekStore returns the store path that Load would return for the config
-// at path, found without loading the config: only a top-level "store:" line
-// in block style, with a plain or quoted value, is recognised. ok is false
-// when the answer is not certain that way (no such line, a ${VAR}, a
+// at path with the environment env (as Load's), found without loading the
+// config: only a top-level "store:" line in block style, with a plain or
+// quoted value, is recognised; without one, the default store is the
+// answer under systemd ($STATE_DIRECTORY set). ok is false when the answer
+// is not certain that way (no such line outside systemd, a ${VAR}, a
 // PostgreSQL URL, a file that cannot be read). It lets the daemon read its
 // stored states while the config, which may hold 100,000 sources, is being
 // loaded; the daemon still compares the result with what Load returns.
-func PeekStore(path string) (store string, ok bool) {
+func PeekStore(path string, env func(string) (string, bool)) (store string, ok bool) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", false
@@ -41,6 +48,9 @@ func PeekStore(path string) (store string, ok bool) {
 		}
 	}
 	if line == nil {
+		if _, systemd := env(StateDirectoryEnv); systemd {
+			return defaultStore(env, filepath.Dir(abs)), true
+		}
 		return "", false
 	}
 	var v struct {
@@ -50,11 +60,8 @@ func PeekStore(path string) (store string, ok bool) {
 		return "", false
 	}
 	s := *v.Store
-	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || isPostgresURL(s) {
+	if strings.TrimSpace(s) == "" || strings.Contains(s, "$") || backend.IsPostgres(s) {
 		return "", false
 	}
-	if filepath.IsAbs(s) {
-		return filepath.Clean(s), true
-	}
-	return filepath.Join(filepath.Dir(abs), s), true
+	return resolveIn(filepath.Dir(abs), s), true
 }

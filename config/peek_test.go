@@ -34,7 +34,7 @@ func TestPeekStore(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, ok := PeekStore(path)
+			got, ok := PeekStore(path, nil)
 			if tc.want == "" {
 				if ok {
 					t.Errorf("PeekStore = %q, true; want not ok", got)
@@ -58,7 +58,7 @@ func TestPeekStore(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := PeekStore(filepath.Join(dir, "missing.yaml")); ok {
+	if _, ok := PeekStore(filepath.Join(dir, "missing.yaml"), nil); ok {
 		t.Error("PeekStore of a missing file is ok")
 	}
 }

@@ -26,8 +26,8 @@ type Config struct {
 	Limits  map[string]Limit
 	Sources []Source
 	// Secrets lists every value that must never be shown: values that came
-	// from ${VAR} expansion and every header value. The admin token is added
-	// by whoever reads the token file (see Redactor).
+	// from ${VAR} expansion, every header value, the password of a
+	// PostgreSQL store URL and the admin token (Load reads admin.token_file).
 	Secrets []string
 
 	// byName indexes Sources by name (set by Load; Source falls back to a

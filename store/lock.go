@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // LockedError reports that another live process holds the daemon lock of a
@@ -46,7 +48,7 @@ func LockPath(dsn string) string { return dsn + ".lock" }
 // PostgreSQL store needs no lock (several daemons may share it): the
 // returned Lock is then a no-op.
 func AcquireLock(dsn string) (*Lock, error) {
-	if isPostgresDSN(dsn) {
+	if backend.IsPostgres(dsn) {
 		return &Lock{}, nil
 	}
 	path := LockPath(dsn)
@@ -153,7 +155,7 @@ func (l *Lock) Release() error {
 // outlasts the call and does not create the lock file. The CLI uses it to
 // know whether a daemon runs. A PostgreSQL store is never held.
 func Holder(dsn string) (pid int, held bool, err error) {
-	if isPostgresDSN(dsn) {
+	if backend.IsPostgres(dsn) {
 		return 0, false, nil
 	}
 	path := LockPath(dsn)

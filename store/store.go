@@ -8,11 +8,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // DefaultBusyTimeout is how long a write waits for another connection's
@@ -96,7 +97,7 @@ func Open(dsn string, opts Options) (*Store, error) {
 	switch {
 	case dsn == "":
 		return nil, errors.New("store: open: empty store path")
-	case isPostgresDSN(dsn):
+	case backend.IsPostgres(dsn):
 		// The DSN may hold a password: it is not echoed.
 		return nil, errors.New("store: open: postgres store not supported yet")
 	}
@@ -108,18 +109,11 @@ func Open(dsn string, opts Options) (*Store, error) {
 // read, and must not create it (Open would). A PostgreSQL DSN is never
 // missing: its server is asked.
 func Missing(dsn string) bool {
-	if isPostgresDSN(dsn) {
+	if backend.IsPostgres(dsn) {
 		return false
 	}
 	_, err := os.Stat(dsn)
 	return errors.Is(err, fs.ErrNotExist)
-}
-
-// isPostgresDSN reports whether dsn names a PostgreSQL server rather than a
-// SQLite file.
-func isPostgresDSN(dsn string) bool {
-	l := strings.ToLower(dsn)
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
 // now is the store's clock: UTC at the microsecond precision that every
