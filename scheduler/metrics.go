@@ -97,3 +97,48 @@ func (m *metrics) poll(outcome string) prometheus.Counter {
 	}
 	return m.polls.WithLabelValues(outcome)
 }
+
+// sourceFailures is one source's consecutive failures, for the metrics.
+type sourceFailures struct {
+	name string
+	n    int
+}
+
+// stateCounts returns the number of sources per state and, with
+// perSource, each source's consecutive failures. It holds mu for one pass
+// over the entries that only reads and appends to a presized slice: with
+// 100,000 sources a scrape must not stall the loop for long.
+func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
+	var byState [len(AllStates)]int
+	var failures []sourceFailures
+	s.mu.Lock()
+	if perSource {
+		failures = make([]sourceFailures, 0, len(s.entries))
+	}
+	now := s.clock.Now()
+	for name, e := range s.entries {
+		if e.removed {
+			continue
+		}
+		byState[stateIndex(StateOf(&e.st, now))]++
+		if perSource {
+			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
+		}
+	}
+	s.mu.Unlock()
+	counts := make(map[string]int, len(AllStates))
+	for i, st := range AllStates {
+		counts[st] = byState[i]
+	}
+	return counts, failures
+}
+
+// stateIndex is the index of st in AllStates.
+func stateIndex(st string) int {
+	for i, s := range AllStates {
+		if s == st {
+			return i
+		}
+	}
+	return 0
+}
