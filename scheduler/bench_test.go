@@ -677,7 +677,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 			var offered, achieved, caps, p50, p99, pmax, cpus []float64
 			for range benchRounds() {
 				reg := prometheus.NewRegistry()
-				m, err := newMetrics(reg, &Scheduler{})
+				m, err := newMetrics(reg, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -86,13 +86,9 @@ func (s *Scheduler) startGroup(name string, l config.Limit) *group {
 	if l.Rate > 0 {
 		g.lim = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
 	}
-	ctx, cancel := context.WithCancel(s.runCtx)
+	ctx, cancel := context.WithCancel(s.dispatching.ctx)
 	g.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.admit(ctx, g)
-	}()
+	s.dispatching.spawn(ctx, func(ctx context.Context) { s.admit(ctx, g) })
 	return g
 }
 

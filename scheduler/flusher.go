@@ -33,7 +33,7 @@ const maxBatch = 2000
 // submit, and the check that its previous state is committed (rule 3.8),
 // touch the slot and a list of pending writes, never a map keyed by name.
 type flusher struct {
-	st     *store.Store
+	st     Store
 	log    *slog.Logger
 	clock  Clock
 	m      *metrics
@@ -79,7 +79,7 @@ type write struct {
 	recs []store.PollRecord
 }
 
-func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
+func newFlusher(st Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
 	return &flusher{
 		st: st, log: log, clock: clock, m: m, keep: keep,
 		slots:   map[string]*slot{},

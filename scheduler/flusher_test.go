@@ -28,7 +28,7 @@ func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*s
 			t.Error(err)
 		}
 	})
-	m, err := newMetrics(prometheus.NewRegistry(), &Scheduler{})
+	m, err := newMetrics(prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

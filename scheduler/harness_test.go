@@ -143,6 +143,21 @@ func (h *harness) metric(name string, labels ...string) float64 {
 	return 0
 }
 
+// series returns how many series the metric family name has.
+func (h *harness) series(name string) int {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
+
 func hasLabel(m *dto.Metric, k, v string) bool {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == k && l.GetValue() == v {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
@@ -42,7 +43,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		s.cmdEvery = 250 * time.Millisecond
 	}
 	s.keep.Store(int64(cfg.History.Keep))
-	m, err := newMetrics(opts.Registry, s)
+	m, err := newMetrics(opts.Registry, s.stateCounts)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
@@ -74,22 +75,23 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 // StartFrom is Start with the stored states already read (by
 // store.LoadStates on the same store, under its lock): the daemon reads
-// them while its config is being loaded.
+// them while its config is being loaded. A second call returns an error and
+// changes nothing.
 func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	stored := make(map[string]store.SourceState, len(states))
 	for _, st := range states {
 		stored[st.Name] = st
 	}
-	s.runCtx, s.stopRun = context.WithCancel(context.Background())
-	s.workCtx, s.stopWork = context.WithCancel(context.Background())
-	s.pollCtx, s.stopPolls = context.WithCancel(context.Background())
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Check and set started first: the stages below belong to this start.
 	if s.started {
 		return errors.New("scheduler: already started")
 	}
 	s.started = true
+	for _, g := range []*stage{&s.dispatching, &s.working, &s.polling, &s.flushing} {
+		g.begin()
+	}
 	now := s.clock.Now()
 	for name, l := range s.cfg.Limits {
 		s.groups[name] = s.startGroup(name, l)
@@ -102,27 +104,26 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		}
 	}
 	s.resizeWorkers(s.limitOf(s.cfg))
-	s.flushWG.Add(1)
-	go func() {
-		defer s.flushWG.Done()
-		s.flush.run(s.runCtx)
-	}()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.loop(s.runCtx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.commands(s.runCtx)
-	}()
+	s.flushing.spawn(s.flushing.ctx, s.flush.run)
+	s.dispatching.spawn(s.dispatching.ctx, s.loop)
+	s.dispatching.spawn(s.dispatching.ctx, s.commands)
 	s.loopBeat.Store(now.UnixNano())
 	return nil
 }
 
-// Shutdown stops starting polls, waits up to timeout for those in flight,
-// cancels the rest (they are recorded as interrupted) and commits every
-// pending state (rule 3.10).
+// Shutdown stops the scheduler (rule 3.10). Each stage is stopped as
+// prometheus stops a scrape loop, by cancelling its context and then
+// waiting for its goroutines, in this order:
+//
+//  1. stop dispatching: nothing more is dispatched or triggered (stopped),
+//     and the loop, the group admitters and the command reader end;
+//  2. drain or cut the polls: the workers take no new job; the polls in
+//     flight get up to timeout, then their context is cancelled (they are
+//     recorded as interrupted);
+//  3. flush: the flusher ends, and every pending state is committed;
+//  4. close the HTTP transport's idle connections.
+//
+// It does nothing before Start or after a first Shutdown.
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
@@ -132,10 +133,24 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.stopped = true
 	s.mu.Unlock()
 
-	s.stopWork()
+	s.dispatching.stop()
+	s.drainPolls(timeout)
+	s.flushing.stop()
+	err := s.flush.flushFinal(10 * time.Second)
+	s.transport.close()
+	if err != nil {
+		return fmt.Errorf("scheduler: final flush: %w", err)
+	}
+	return nil
+}
+
+// drainPolls stops the workers and waits for the polls in flight, for up to
+// timeout, then cancels those left and waits for them to be recorded.
+func (s *Scheduler) drainPolls(timeout time.Duration) {
+	s.working.cancel()
 	done := make(chan struct{})
 	go func() {
-		s.workWG.Wait()
+		s.working.wg.Wait()
 		close(done)
 	}()
 	t := s.clock.NewTimer(timeout)
@@ -144,19 +159,39 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 		t.Stop()
 	case <-t.C():
 		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
-		s.stopPolls()
+		s.polling.cancel()
 		<-done
 	}
-	s.stopPolls()
-	s.stopRun()
-	s.wg.Wait()
-	s.flushWG.Wait()
-	err := s.flush.flushFinal(10 * time.Second)
-	s.transport.close()
-	if err != nil {
-		return fmt.Errorf("scheduler: final flush: %w", err)
-	}
-	return nil
+	s.polling.stop()
+}
+
+// stage is a set of goroutines that stop together: stop cancels their
+// context, then waits for them.
+type stage struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// begin gives the stage its context. Called once, by StartFrom.
+func (g *stage) begin() {
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+}
+
+// spawn runs f(ctx) in a goroutine of the stage; ctx is the stage's
+// context or a child of it.
+func (g *stage) spawn(ctx context.Context, f func(context.Context)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f(ctx)
+	}()
+}
+
+// stop cancels the stage's context and waits for its goroutines.
+func (g *stage) stop() {
+	g.cancel()
+	g.wg.Wait()
 }
 
 // Healthy returns nil when the scheduling loop made a pass within maxAge

@@ -20,13 +20,9 @@ func (s *Scheduler) resizeWorkers(n int) {
 		s.workers = s.workers[:last]
 	}
 	for len(s.workers) < n {
-		ctx, cancel := context.WithCancel(s.workCtx)
+		ctx, cancel := context.WithCancel(s.working.ctx)
 		s.workers = append(s.workers, cancel)
-		s.workWG.Add(1)
-		go func() {
-			defer s.workWG.Done()
-			s.work(ctx)
-		}()
+		s.working.spawn(ctx, s.work)
 	}
 	s.m.limit.Set(float64(n))
 	s.transport.resize(n)
@@ -34,11 +30,12 @@ func (s *Scheduler) resizeWorkers(n int) {
 
 // work is one worker: a global permit. It takes jobs until ctx is done.
 func (s *Scheduler) work(ctx context.Context) {
-	// The worker's polls derive from its own child of pollCtx, so that a
-	// poll's timeout context registers with this worker's context instead
-	// of with pollCtx, which every worker shares (a contended lock and map
-	// insertion per poll); stopping the polls still reaches every poll.
-	pollCtx, cancel := context.WithCancel(s.pollCtx)
+	// The worker's polls derive from its own child of the polling
+	// context, so that a poll's timeout context registers with this
+	// worker's context instead of with the polling stage's, which every
+	// worker shares (a contended lock and map insertion per poll);
+	// cancelling the polling stage still reaches every poll.
+	pollCtx, cancel := context.WithCancel(s.polling.ctx)
 	defer cancel()
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
@@ -150,7 +147,7 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 			s.reschedule(e, end)
 		}
 		return
-	case res.Err != nil && errors.Is(res.Err, context.Canceled) && s.pollCtx.Err() != nil:
+	case res.Err != nil && errors.Is(res.Err, context.Canceled) && s.polling.ctx.Err() != nil:
 		o.kind = store.OutcomeInterrupted
 	case res.Throttled:
 		o.kind = store.OutcomeThrottled

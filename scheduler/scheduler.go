@@ -33,9 +33,25 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
+// Store is what the scheduler needs of its store: the stored states at
+// start and reload, the flusher's batched writes, the history not held in
+// memory, the CLI's command queue and the watchdog's write probe.
+// *store.Store (SQLite) implements it; a second backend implements the same.
+type Store interface {
+	LoadStates(ctx context.Context) ([]store.SourceState, error)
+	GetState(ctx context.Context, name string) (store.SourceState, bool, error)
+	SaveBatch(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) error
+	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	PendingCommands(ctx context.Context) ([]store.Command, error)
+	CompleteCommand(ctx context.Context, id uint64, result, code string) error
+	Writable(ctx context.Context) error
+}
+
+var _ Store = (*store.Store)(nil)
+
 // Options are a scheduler's collaborators. Store and Registry are required.
 type Options struct {
-	Store    *store.Store
+	Store    Store
 	Logger   *slog.Logger          // nil: discard
 	Clock    Clock                 // nil: RealClock
 	Registry prometheus.Registerer // where the metrics go
@@ -56,7 +72,7 @@ type Options struct {
 
 // Scheduler runs the polls of one daemon.
 type Scheduler struct {
-	store     *store.Store
+	store     Store
 	log       *slog.Logger
 	clock     Clock
 	m         *metrics
@@ -83,15 +99,14 @@ type Scheduler struct {
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
 	inflightN atomic.Int64 // polls in flight
-	runCtx    context.Context
-	stopRun   context.CancelFunc // stops loop, groups, commands, flusher
-	workCtx   context.Context
-	stopWork  context.CancelFunc // stops workers taking new jobs
-	pollCtx   context.Context
-	stopPolls context.CancelFunc // cuts off polls in flight
-	wg        sync.WaitGroup     // loop, groups, commands
-	workWG    sync.WaitGroup     // workers
-	flushWG   sync.WaitGroup
+
+	// The stages of the lifecycle (lifecycle.go), stopped by Shutdown in
+	// this order, each by cancelling its context and then waiting for its
+	// goroutines.
+	dispatching stage // the loop, the group admitters, the command reader
+	working     stage // the workers, which take jobs from the ready queue
+	polling     stage // no goroutines: its context cuts off the polls in flight
+	flushing    stage // the flusher
 }
 
 // entry is one source's runtime: its settings, poller, breaker and state.

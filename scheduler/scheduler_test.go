@@ -419,3 +419,63 @@ func TestTimesKeptToTheMicrosecond(t *testing.T) {
 		}
 	}
 }
+
+// A second Start (or StartFrom) is refused and changes nothing: the
+// goroutines of the first keep their stages, and Shutdown still stops them
+// all (the package's goleak check sees any left behind). Real time: a hung
+// Shutdown fails the test instead of hanging a bubble.
+func TestStartTwice(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, writeConfig(t, dir, lifecycleDefaults+flakySource("s", "schedule: \"@every 100ms\"")))
+	h.waitFor("a poll", 10*time.Second, func() bool { return h.source("s").PollsTotal > 0 })
+	if err := h.s.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Errorf("second Start: %v; want an error", err)
+	}
+	if err := h.s.StartFrom(nil); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Errorf("second StartFrom: %v; want an error", err)
+	}
+	polls := h.source("s").PollsTotal
+	h.waitFor("polls go on", 10*time.Second, func() bool { return h.source("s").PollsTotal > polls })
+	stopped := make(chan struct{})
+	go func() {
+		h.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return after a second Start")
+	}
+	if err := h.s.Ready(context.Background()); err == nil {
+		t.Error("ready after shutdown")
+	}
+}
+
+// pacer_source_consecutive_failures has a series only for the sources
+// whose count is > 0 (contract section 6): a healthy fleet exports none,
+// and a source that recovers loses its series.
+func TestConsecutiveFailuresMetricOnlyWhenFailing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("flaky", "")+
+			"  - {name: healthy, type: exec, command: [\"true\"], schedule: \"@every 1s\"}\n")
+		h := start(t, dir, cfg)
+		defer h.stop()
+		h.waitFor("healthy polls", 3*time.Second, func() bool {
+			return h.source("healthy").PollsTotal > 0 && h.source("flaky").PollsTotal > 0
+		})
+		if h.series("pacer_source_consecutive_failures") != 0 {
+			t.Fatalf("a healthy fleet exports %d failure series", h.series("pacer_source_consecutive_failures"))
+		}
+		setFail(t, dir, true)
+		h.waitFor("two failures", 10*time.Second, func() bool { return h.source("flaky").ConsecutiveFailures == 2 })
+		if n := h.series("pacer_source_consecutive_failures"); n != 1 || h.metric("pacer_source_consecutive_failures", "source", "flaky") != 2 {
+			t.Fatalf("%d failure series, flaky = %v; want only flaky = 2", n, h.metric("pacer_source_consecutive_failures", "source", "flaky"))
+		}
+		setFail(t, dir, false)
+		h.waitFor("recovery", 10*time.Second, func() bool { return h.source("flaky").ConsecutiveFailures == 0 })
+		if n := h.series("pacer_source_consecutive_failures"); n != 0 {
+			t.Fatalf("%d failure series after recovery; want none", n)
+		}
+	})
+}
