@@ -52,10 +52,8 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
 	}
 	e.src, e.poller, e.brk = src, poller, nil
-	if st.ConsecutiveFailures > 0 || (st.BreakerState != "" && st.BreakerState != breaker.Closed) {
-		if e.brk, err = newBreaker(src, st); err != nil {
-			return err
-		}
+	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
+		e.brk = newBreaker(src, st)
 	}
 	e.timing = newTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]
@@ -68,17 +66,8 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 // newBreaker returns src's breaker restored to the state in st. A source
 // whose breaker is closed with no failure counted has none (entry.brk is
 // nil): at 100,000 sources the healthy majority costs no breaker at all.
-func newBreaker(src *config.Source, st store.SourceState) (*breaker.Breaker, error) {
-	var until time.Time
-	if st.BreakerUntil != nil {
-		until = *st.BreakerUntil
-	}
-	brk, err := breaker.New(src.Name, breaker.Policy{Failures: src.Breaker.Failures, Cooldown: src.Breaker.Cooldown},
-		breaker.Snapshot{State: st.BreakerState, Until: until}, st.ConsecutiveFailures)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler: source %s: %w", src.Name, err)
-	}
-	return brk, nil
+func newBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
+	return breaker.New(src.Breaker, breakerSnapshot(&st), st.ConsecutiveFailures)
 }
 
 // configChanged clears the error state, failures and breaker of a source
@@ -100,7 +89,7 @@ func (s *Scheduler) reschedule(e *entry, now time.Time) {
 		return
 	}
 	if e.st.NextRunAt == nil {
-		e.st.NextRunAt = ptr(e.timing.next(now))
+		e.st.NextRunAt = ptr(nextRun(now, e.timing, time.Time{}, breakerSnapshot(&e.st)))
 	}
 	at := *e.st.NextRunAt
 	s.due.schedule(e, at)

@@ -53,36 +53,76 @@ func (s *Scheduler) work(ctx context.Context) {
 
 // run performs one poll and applies its outcome.
 func (s *Scheduler) run(pollCtx context.Context, j *job) {
-	e := j.e
-	start := s.clock.Now()
-	s.m.semaphoreWait.Observe(start.Sub(j.readyAt).Seconds())
-
-	s.mu.Lock()
-	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
+	src, poller, brk, seq, ok := s.claim(j)
+	if !ok {
 		// It changed while it waited for permits: it goes back to its
 		// schedule (through its new group, if that changed).
-		s.mu.Unlock()
 		s.releaseGroup(j)
 		s.requeue(j)
 		return
 	}
-	src, poller, brk, seq := e.src, e.poller, e.brk, e.savedSeq
-	s.mu.Unlock()
-
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.waitAt(pollCtx, e.sl, seq)
+	s.flush.waitAt(pollCtx, j.e.sl, seq)
 	if j.trigger && brk != nil {
 		brk.ForceProbe()
 	}
-	start = s.clock.Now()
+	p := s.poll(pollCtx, j, src, poller, brk)
+	s.releaseGroup(j)
+	s.finish(j, p)
+}
+
+// claim returns what a worker needs of j's source, or ok false if the
+// source changed (generation, group), went away, or was paused or put in
+// error while j waited.
+func (s *Scheduler) claim(j *job) (src *config.Source, poller sources.Poller, brk *breaker.Breaker, seq uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := j.e
+	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+		return nil, nil, nil, 0, false
+	}
+	return e.src, e.poller, e.brk, e.savedSeq, true
+}
+
+// pollResult is what one poll produced, before it is applied.
+type pollResult struct {
+	src        *config.Source   // the configuration the poll ran with
+	brk        *breaker.Breaker // the source's breaker after the call (nil: none)
+	res        sources.Result
+	rejected   bool // refused by the breaker: the poller was not called
+	start, end time.Time
+}
+
+// poll calls the source through its breaker under the source's timeout,
+// with the in-flight, lag and duration metrics around it.
+func (s *Scheduler) poll(pollCtx context.Context, j *job, src *config.Source, poller sources.Poller, brk *breaker.Breaker) pollResult {
+	start := s.clock.Now()
 	if !j.trigger {
 		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
 	ctx, cancel := context.WithTimeout(pollCtx, src.Timeout)
+	res, brk, err := call(ctx, src, poller, brk)
+	cancel()
+	end := s.clock.Now()
+	s.m.inflight.Dec()
+	s.inflightN.Add(-1)
+	p := pollResult{src: src, brk: brk, res: res, rejected: errors.Is(err, breaker.ErrOpen), start: start, end: end}
+	if !p.rejected {
+		s.m.duration.Observe(end.Sub(start).Seconds())
+	}
+	return p
+}
+
+// call runs one poll through brk. Throttling and cancellation are neither
+// success nor failure for the breaker (rule 3.5). A healthy source has no
+// breaker (brk nil): its first failure gives it one, which counts that
+// failure (and may open at once). It returns the breaker after the call.
+func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
-	call := func() error {
+	fn := func() error {
 		res = poller.Poll(ctx)
 		switch {
 		case res.Err == nil:
@@ -92,62 +132,65 @@ func (s *Scheduler) run(pollCtx context.Context, j *job) {
 		}
 		return res.Err
 	}
-	var err error
 	if brk != nil {
-		err = brk.Do(call)
-	} else if err = call(); err != nil && res.Err == err {
-		// The first failure of a healthy source: from now on it has a
-		// breaker, which counts this failure (and may open at once).
-		if brk, err = newBreaker(src, store.SourceState{}); err == nil {
-			err = brk.Do(func() error { return res.Err })
-		} else {
-			s.log.Error("breaker", "source", e.name, "err", err)
-		}
+		err := brk.Do(fn)
+		return res, brk, err
 	}
-	cancel()
-	end := s.clock.Now()
-	s.m.inflight.Dec()
-	s.inflightN.Add(-1)
-	s.releaseGroup(j)
-	if !errors.Is(err, breaker.ErrOpen) {
-		s.m.duration.Observe(end.Sub(start).Seconds())
+	err := fn()
+	if err != nil && err == res.Err {
+		brk = newBreaker(src, store.SourceState{})
+		err = brk.Do(func() error { return res.Err })
 	}
-	s.finish(j, src, brk, res, err, start, end)
+	return res, brk, err
 }
 
 // finish applies a poll's outcome to its source's state, persists it and
-// schedules the next poll.
-func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res sources.Result, err error, start, end time.Time) {
+// schedules the next poll, in these steps: classify the result (with the
+// times rounded as the store keeps them), count it, build its record, then
+// under mu the generation check, the state (outcome, breaker, a reset made
+// meanwhile), the commit and the next poll.
+func (s *Scheduler) finish(j *job, p pollResult) {
+	o := outcomeOf(p, s.polling.ctx.Err() != nil, s.redact.Redact, rand.Float64())
+	s.m.poll(o.kind).Inc()
+	rec := recordOf(j.e.name, p, o)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := j.e
-	// The store keeps times to the microsecond: so do the state and record
-	// in memory, or a record read before its commit would show a later
-	// start than the same record read after it.
-	dur := end.Sub(start)
-	start, end = start.Truncate(time.Microsecond), end.Truncate(time.Microsecond)
-	o := outcome{start: start, end: end, brk: breaker.Snapshot{State: breaker.Closed}, jitter: rand.Float64(), retryAfter: res.RetryAfter}
-	if brk != nil {
-		o.brk = brk.Snapshot()
+	e.busy = false
+	s.countSkipped(j, o.end)
+	if j.gen == e.gen {
+		s.applyPoll(e, p.brk, o)
+	}
+	// On a generation change (the configuration changed during the poll)
+	// the new settings start from a clean state: only the record is kept.
+	s.save(e, rec)
+	if e.removed {
+		s.dropEntry(e)
+		return
+	}
+	s.reschedule(e, o.end)
+}
+
+// outcomeOf classifies a poll's result. cut reports that shutdown is
+// cutting off the polls in flight; jitter is the poll's position in the
+// backoff's jitter band. Times, the breaker's included, are truncated to the
+// microsecond, as the store keeps them: a record read before its commit
+// then shows the same start as after it.
+func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float64) outcome {
+	o := outcome{
+		start: p.start.Truncate(time.Microsecond), end: p.end.Truncate(time.Microsecond),
+		brk: breaker.Snapshot{State: breaker.Closed}, jitter: jitter, retryAfter: p.res.RetryAfter,
+	}
+	if p.brk != nil {
+		o.brk = p.brk.Snapshot()
 		o.brk.Until = o.brk.Until.Truncate(time.Microsecond)
 	}
+	res := p.res
 	switch {
-	case errors.Is(err, breaker.ErrOpen):
-		s.m.poll(countRejected).Inc()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		e.busy = false
-		s.countSkipped(j, end)
-		if j.gen == e.gen && !e.removed {
-			next := e.timing.next(end)
-			if o.brk.State == breaker.Open {
-				next = later(next, o.brk.Until.Add(time.Millisecond))
-				e.st.BreakerState, e.st.BreakerUntil = breaker.Open, ptr(o.brk.Until)
-			}
-			next = ceilMicro(next)
-			e.st.NextRunAt = &next
-			s.reschedule(e, end)
-		}
-		return
-	case res.Err != nil && errors.Is(res.Err, context.Canceled) && s.polling.ctx.Err() != nil:
+	case p.rejected:
+		o.kind = kindRejected
+	case res.Err != nil && errors.Is(res.Err, context.Canceled) && cut:
 		o.kind = store.OutcomeInterrupted
 	case res.Throttled:
 		o.kind = store.OutcomeThrottled
@@ -157,58 +200,56 @@ func (s *Scheduler) finish(j *job, src *config.Source, brk *breaker.Breaker, res
 		o.kind = store.OutcomeSuccess
 	}
 	if res.Err != nil {
-		o.err = s.redact.Redact(res.Err.Error())
+		o.err = redact(res.Err.Error())
 	}
-	s.m.poll(o.kind).Inc()
-	rec := store.PollRecord{
-		Source:     e.name,
-		StartedAt:  start.UTC(),
-		DurationMs: dur.Milliseconds(),
+	return o
+}
+
+// recordOf is the history record of a poll of the named source; a poll
+// rejected by its breaker has none.
+func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
+	if o.kind == kindRejected {
+		return nil
+	}
+	rec := &store.PollRecord{
+		Source:     name,
+		StartedAt:  o.start.UTC(),
+		DurationMs: p.end.Sub(p.start).Milliseconds(),
 		Outcome:    o.kind,
 		Error:      o.err,
-		Bytes:      res.Bytes,
+		Bytes:      p.res.Bytes,
 	}
-	if res.StatusCode > 0 {
-		rec.StatusCode = &res.StatusCode
+	if p.res.StatusCode > 0 {
+		rec.StatusCode = &p.res.StatusCode
 	}
-	// src is the configuration the poll ran with: e.src may change under
-	// mu (reload) and is not read here.
-	if src.Type == "exec" && res.ExitCode >= 0 {
-		rec.ExitCode = &res.ExitCode
+	// p.src is the configuration the poll ran with: the entry's may have
+	// changed under mu (reload) since.
+	if p.src.Type == "exec" && p.res.ExitCode >= 0 {
+		rec.ExitCode = &p.res.ExitCode
 	}
+	return rec
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e.busy = false
-	s.countSkipped(j, end)
-	if j.gen != e.gen {
-		// The configuration changed during the poll: the new settings
-		// start from a clean state; only the record is kept.
-		s.save(e, &rec)
-		s.reschedule(e, end)
-		return
-	}
-	prev := StateOf(&e.st, start)
+// applyPoll applies o to e's state, keeps the breaker brk the poll ended
+// with (none once healthy again: a fresh one is equivalent), then applies
+// an operator's reset made during the poll, and logs a change of state.
+// mu held.
+func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
+	prev := StateOf(&e.st, o.start)
 	e.st = applyOutcome(e.st, e.src, e.timing, o)
 	e.brk = brk
 	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
-		e.brk = nil // healthy again: a fresh breaker is equivalent
+		e.brk = nil
 	}
 	reason := o.err
 	if e.resetPending {
 		e.resetPending = false
-		e.st = resetState(e.st, e.timing, end)
+		e.st = resetState(e.st, e.timing, o.end)
 		e.brk = nil
 		reason = "reset"
 	}
-	e.st.UpdatedAt = end.UTC()
-	s.logChange(e, prev, end, reason)
-	s.save(e, &rec)
-	if e.removed {
-		s.dropEntry(e)
-		return
-	}
-	s.reschedule(e, end)
+	e.st.UpdatedAt = o.end.UTC()
+	s.logChange(e, prev, o.end, reason)
 }
 
 // countSkipped counts the ticks of j's source that passed between its
