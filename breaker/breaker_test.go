@@ -265,8 +265,8 @@ func TestBreakerDisabled(t *testing.T) {
 	}
 }
 
-// TestBreakerHugeFailures: a threshold or a restored count beyond gobreaker's
-// uint32 counters must not wrap around to a small number.
+// TestBreakerHugeFailures: a threshold or a restored count beyond the
+// breaker's uint32 failure counter must not wrap around to a small number.
 func TestBreakerHugeFailures(t *testing.T) {
 	if strconv.IntSize < 64 {
 		return // the values below do not fit in an int

@@ -8,7 +8,9 @@ import (
 
 // Outcomes counted by pacer_polls_total besides those of a poll record
 // (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
-// OutcomeInterrupted), which finish counts under their own names.
+// OutcomeInterrupted): finish counts every outcome under its kind, a poll
+// its breaker refused as countRejected (kindRejected), and the ticks that
+// passed while a source was busy as countSkipped.
 const (
 	countRejected = "rejected"
 	countSkipped  = "skipped"
