@@ -66,7 +66,7 @@ func (s *Scheduler) dispatch(e *entry, now time.Time, trigger bool) {
 		due = now
 	}
 	j := &job{e: e, gen: e.gen, due: due, queuedAt: now, trigger: trigger, group: e.group}
-	if e.st.BreakerState == breaker.Open && breakerOf(&e.st, now) == breaker.HalfOpen {
+	if breakerSnapshot(&e.st).State == breaker.Open && breakerOf(&e.st, now) == breaker.HalfOpen {
 		s.logChange(e, StateOpen, now, "cooldown over; probing")
 	}
 	if j.group != nil {
