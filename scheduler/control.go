@@ -329,12 +329,8 @@ func (s *Scheduler) reloadSources(srcs []config.Source, stored map[string]store.
 // effect in the running daemon (and are not overwritten by it).
 func (s *Scheduler) commands(ctx context.Context) {
 	for {
-		t := s.clock.NewTimer(s.cmdEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, s.clock, s.cmdEvery) {
 			return
-		case <-t.C():
 		}
 		cmds, err := s.store.PendingCommands(ctx)
 		if err != nil {

@@ -119,11 +119,7 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 		if g.lim != nil {
 			now := s.clock.Now()
 			if d := g.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {
-				t := s.clock.NewTimer(d)
-				select {
-				case <-t.C():
-				case <-ctx.Done():
-					t.Stop()
+				if !sleep(ctx, s.clock, d) {
 					s.releaseGroup(j)
 					s.requeue(j)
 					return

@@ -216,22 +216,14 @@ func (f *flusher) run(ctx context.Context) {
 			return
 		case <-f.kick:
 		}
-		t := f.clock.NewTimer(flushDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, f.clock, flushDelay) {
 			return
-		case <-t.C():
 		}
 		err := f.flushAll(ctx)
 		if err != nil {
 			// Keep trying with a growing pause; new submissions wait too.
-			t := f.clock.NewTimer(retry)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleep(ctx, f.clock, retry) {
 				return
-			case <-t.C():
 			}
 			retry = min(retry*2, 5*time.Second)
 			select {
@@ -413,12 +405,8 @@ func (f *flusher) flushFinal(d time.Duration) error {
 		if err == nil {
 			return nil
 		}
-		t := f.clock.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, f.clock, 200*time.Millisecond) {
 			return errors.Join(err, ctx.Err())
-		case <-t.C():
 		}
 	}
 }

@@ -353,8 +353,9 @@ func (blockingPoller) Poll(ctx context.Context) sources.Result {
 }
 
 // While shutdown waits for a poll in flight, sources that fall due are not
-// dispatched, and they do not make the loop spin: it wakes about once a
-// second (the watchdog's beat), not every few milliseconds.
+// dispatched, and they do not make the loop spin (dispatching is the first
+// stage Shutdown stops; before that it wakes about once a second, the
+// watchdog's beat, not every few milliseconds).
 func TestShutdownLoopIdles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
