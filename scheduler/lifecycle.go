@@ -100,6 +100,10 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		src := &s.cfg.Sources[i]
 		st, found := stored[src.Name]
 		if err := s.addEntry(src, st, found, now); err != nil {
+			// Nothing runs but the group admitters: they end once mu is
+			// released, and Shutdown has nothing left to do.
+			s.stopped = true
+			s.dispatching.cancel()
 			return err
 		}
 	}
