@@ -54,7 +54,7 @@ func (s *Scheduler) work(ctx context.Context) {
 // run performs one poll and applies its outcome.
 func (s *Scheduler) run(pollCtx context.Context, j *job) {
 	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
-	src, poller, brk, seq, ok := s.claim(j)
+	p, poller, seq, ok := s.claim(j)
 	if !ok {
 		// It changed while it waited for permits: it goes back to its
 		// schedule (through its new group, if that changed).
@@ -64,52 +64,55 @@ func (s *Scheduler) run(pollCtx context.Context, j *job) {
 	}
 	// Rule 3.8: the previous poll's state is committed before this one.
 	s.flush.waitAt(pollCtx, j.e.sl, seq)
-	if j.trigger && brk != nil {
-		brk.ForceProbe()
+	if j.trigger && p.brk != nil {
+		p.brk.ForceProbe()
 	}
-	p := s.poll(pollCtx, j, src, poller, brk)
+	p = s.poll(pollCtx, j, poller, p)
 	s.releaseGroup(j)
 	s.finish(j, p)
 }
 
-// claim returns what a worker needs of j's source, or ok false if the
-// source changed (generation, group), went away, or was paused or put in
-// error while j waited.
-func (s *Scheduler) claim(j *job) (src *config.Source, poller sources.Poller, brk *breaker.Breaker, seq uint64, ok bool) {
+// claim returns what a worker needs of j's source (its settings, breaker
+// and redactor in p, its poller, the sequence number of its last state), or
+// ok false if the source changed (generation, group), went away, or was
+// paused or put in error while j waited.
+func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := j.e
 	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
-		return nil, nil, nil, 0, false
+		return pollResult{}, nil, 0, false
 	}
-	return e.src, e.poller, e.brk, e.savedSeq, true
+	return pollResult{src: e.src, brk: e.brk, redact: s.redact}, e.poller, e.savedSeq, true
 }
 
 // pollResult is what one poll produced, before it is applied.
 type pollResult struct {
 	src        *config.Source   // the configuration the poll ran with
+	redact     *config.Redactor // the redactor of that configuration
 	brk        *breaker.Breaker // the source's breaker after the call (nil: none)
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
 }
 
-// poll calls the source through its breaker under the source's timeout,
-// with the in-flight, lag and duration metrics around it.
-func (s *Scheduler) poll(pollCtx context.Context, j *job, src *config.Source, poller sources.Poller, brk *breaker.Breaker) pollResult {
+// poll calls the source p.src through its breaker p.brk under the source's
+// timeout, with the in-flight, lag and duration metrics around it, and
+// returns p with what the poll produced.
+func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller, p pollResult) pollResult {
 	start := s.clock.Now()
 	if !j.trigger {
 		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
-	ctx, cancel := context.WithTimeout(pollCtx, src.Timeout)
-	res, brk, err := call(ctx, src, poller, brk)
+	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
+	res, brk, err := call(ctx, p.src, poller, p.brk)
 	cancel()
 	end := s.clock.Now()
 	s.m.inflight.Dec()
 	s.inflightN.Add(-1)
-	p := pollResult{src: src, brk: brk, res: res, rejected: errors.Is(err, breaker.ErrOpen), start: start, end: end}
+	p.brk, p.res, p.rejected, p.start, p.end = brk, res, errors.Is(err, breaker.ErrOpen), start, end
 	if !p.rejected {
 		s.m.duration.Observe(end.Sub(start).Seconds())
 	}
@@ -150,7 +153,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *b
 // under mu the generation check, the state (outcome, breaker, a reset made
 // meanwhile), the commit and the next poll.
 func (s *Scheduler) finish(j *job, p pollResult) {
-	o := outcomeOf(p, s.polling.ctx.Err() != nil, s.redact.Redact, rand.Float64())
+	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
 	s.m.poll(o.kind).Inc()
 	rec := recordOf(j.e.name, p, o)
 
