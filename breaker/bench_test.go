@@ -10,8 +10,8 @@ package breaker
 // BenchmarkBreakerDo is Do on a closed breaker (the path of a source with
 // failures counted but under the threshold; a healthy source has no
 // breaker at all) and on an open one (rejection), against gobreaker's own
-// in-memory CircuitBreaker, which the DistributedCircuitBreaker wrapper
-// replaces so that the state can be persisted.
+// in-memory CircuitBreaker, whose semantics Breaker keeps in a struct that
+// can be restored (gobreaker cannot be built in a given state).
 
 import (
 	"errors"
