@@ -2,11 +2,11 @@ package breaker
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
-// Backoff is the exponential backoff policy of contract rule 3.4: after the
+// Backoff is the exponential backoff policy of contract rule 3.4
+// (config.Backoff is this type): after the
 // k-th consecutive failure the next attempt is not before
 // now + min(Max, Initial*Multiplier^(k-1)), spread by +/- Jitter.
 //
@@ -52,13 +52,8 @@ func (b Backoff) Delay(k int, r float64) time.Duration {
 }
 
 // NextAttemptAt returns the earliest time of the next attempt after the k-th
-// consecutive failure observed at now, with a random jitter.
-func (b Backoff) NextAttemptAt(now time.Time, k int) time.Time {
-	return b.NextAttemptAtR(now, k, rand.Float64())
-}
-
-// NextAttemptAtR is NextAttemptAt with the jitter position r given, for
-// callers (and tests) that want determinism.
-func (b Backoff) NextAttemptAtR(now time.Time, k int, r float64) time.Time {
+// consecutive failure observed at now. r in [0, 1) is the position in the
+// jitter band, as for Delay (the scheduler draws it at random).
+func (b Backoff) NextAttemptAt(now time.Time, k int, r float64) time.Time {
 	return now.Add(b.Delay(k, r))
 }

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -113,13 +114,13 @@ func TestBackoffNextAttemptAt(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	b := Backoff{Initial: time.Second, Max: 15 * time.Minute, Multiplier: 2, Jitter: 0.1}
 
-	if got, want := b.NextAttemptAtR(now, 3, 0.5), now.Add(4*time.Second); !got.Equal(want) {
-		t.Fatalf("NextAttemptAtR(k=3, 0.5) = %v, want %v", got, want)
+	if got, want := b.NextAttemptAt(now, 3, 0.5), now.Add(4*time.Second); !got.Equal(want) {
+		t.Fatalf("NextAttemptAt(k=3, 0.5) = %v, want %v", got, want)
 	}
-	if got := b.NextAttemptAtR(now, 0, 0.9); !got.Equal(now) {
-		t.Fatalf("NextAttemptAtR(k=0) = %v, want now", got)
+	if got := b.NextAttemptAt(now, 0, 0.9); !got.Equal(now) {
+		t.Fatalf("NextAttemptAt(k=0) = %v, want now", got)
 	}
-	if got := (Backoff{}).NextAttemptAt(now, 42); !got.Equal(now) {
+	if got := (Backoff{}).NextAttemptAt(now, 42, rand.Float64()); !got.Equal(now) {
 		t.Fatalf("zero Backoff NextAttemptAt = %v, want now", got)
 	}
 
@@ -128,7 +129,7 @@ func TestBackoffNextAttemptAt(t *testing.T) {
 		lo, hi := now.Add(d*9/10), now.Add(d*11/10)
 		var below, above int
 		for range 1000 {
-			at := b.NextAttemptAt(now, k)
+			at := b.NextAttemptAt(now, k, rand.Float64())
 			if at.Before(lo) || at.After(hi) {
 				t.Fatalf("k=%d: NextAttemptAt = now+%v, outside [%v, %v]", k, at.Sub(now), d*9/10, d*11/10)
 			}

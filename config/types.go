@@ -8,6 +8,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
 )
 
 // Config is the resolved configuration. Nothing in it needs further
@@ -64,19 +66,13 @@ type Limit struct {
 	Burst int
 }
 
-// Backoff is the exponential backoff policy of rule 3.4.
-type Backoff struct {
-	Initial    time.Duration
-	Max        time.Duration
-	Multiplier float64
-	Jitter     float64 // fraction, +/-; 0 <= Jitter < 1
-}
+// Backoff is the exponential backoff policy of rule 3.4: breaker.Backoff,
+// the one type for it (the breaker package, a leaf, owns the policies).
+type Backoff = breaker.Backoff
 
-// Breaker is the circuit breaker policy of rule 3.6.
-type Breaker struct {
-	Failures int // consecutive failures that open it; 0 disables the breaker
-	Cooldown time.Duration
-}
+// Breaker is the circuit breaker policy of rule 3.6: breaker.Policy, the
+// one type for it. Failures == 0 disables the breaker.
+type Breaker = breaker.Policy
 
 // Source is one source with its effective (defaulted, expanded) settings.
 type Source struct {

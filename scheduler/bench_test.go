@@ -178,7 +178,7 @@ func (h *benchSched) settle(limit time.Duration) {
 	idle := func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return f.head == len(f.queue) && !f.busy
+		return f.head == len(f.queue) && !committing(f)
 	}
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && !idle(); {
 		time.Sleep(50 * time.Millisecond)
@@ -677,7 +677,7 @@ func BenchmarkFlusherSustained(b *testing.B) {
 			var offered, achieved, caps, p50, p99, pmax, cpus []float64
 			for range benchRounds() {
 				reg := prometheus.NewRegistry()
-				m, err := newMetrics(reg, &Scheduler{})
+				m, err := newMetrics(reg, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

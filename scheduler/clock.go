@@ -1,6 +1,9 @@
 package scheduler
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock is the scheduler's source of time. Tests run the real clock inside
 // a testing/synctest bubble, where time is fake and advances instantly, or
@@ -32,3 +35,15 @@ func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
 
 func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+
+// sleep waits d on c, or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	t := c.NewTimer(d)
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}

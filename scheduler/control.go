@@ -215,7 +215,34 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 // being polled (their stored state is kept), changed ones take their new
 // settings and leave any error state. Unchanged sources keep running.
 func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
-	// Read the stored state of added sources before taking the lock.
+	stored, err := s.storedOfAdded(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("reload: shutting down")
+	}
+	now := s.clock.Now()
+	s.cfg = cfg
+	s.redact = cfg.Redactor()
+	s.keep.Store(int64(cfg.History.Keep))
+	s.reloadGroups(cfg.Limits)
+	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if s.limitOf(cfg) < cfg.Concurrency {
+		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.limitOf(cfg))
+	}
+	s.resizeWorkers(s.limitOf(cfg))
+	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	return nil
+}
+
+// storedOfAdded reads the stored states of the sources cfg adds, before
+// Reload takes the lock (a store read must not stall the loop).
+func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]store.SourceState, error) {
 	s.mu.Lock()
 	var added []string
 	for i := range cfg.Sources {
@@ -228,28 +255,22 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	for _, name := range added {
 		st, ok, err := s.store.GetState(ctx, name)
 		if err != nil {
-			return fmt.Errorf("reload: %w", err)
+			return nil, err
 		}
 		if ok {
 			stored[name] = st
 		}
 	}
+	return stored, nil
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("reload: shutting down")
-	}
-	now := s.clock.Now()
-	s.cfg = cfg
-	s.redact = cfg.Redactor()
-	s.keep.Store(int64(cfg.History.Keep))
-
-	// Groups: keep those whose limits are unchanged; retire the others
-	// (their waiting jobs return to their sources' schedules).
+// reloadGroups keeps the groups whose limits are unchanged, starts the new
+// ones and retires the others (their waiting jobs return to their sources'
+// schedules). mu held.
+func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
 	old := s.groups
-	s.groups = make(map[string]*group, len(cfg.Limits))
-	for name, l := range cfg.Limits {
+	s.groups = make(map[string]*group, len(limits))
+	for name, l := range limits {
 		if g, ok := old[name]; ok && g.limit == l {
 			s.groups[name] = g
 			delete(old, name)
@@ -260,16 +281,21 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	for _, g := range old {
 		g.cancel()
 	}
+}
 
-	seen := make(map[string]bool, len(cfg.Sources))
-	for i := range cfg.Sources {
-		src := &cfg.Sources[i]
+// reloadSources adds the new sources (from their stored states), gives the
+// changed ones their new settings and a clean state, and drops the removed
+// ones (once their poll in flight ends). mu held.
+func (s *Scheduler) reloadSources(srcs []config.Source, stored map[string]store.SourceState, now time.Time) error {
+	seen := make(map[string]bool, len(srcs))
+	for i := range srcs {
+		src := &srcs[i]
 		seen[src.Name] = true
 		e := s.entries[src.Name]
 		if e == nil {
 			st, found := stored[src.Name]
 			if err := s.addEntry(src, st, found, now); err != nil {
-				return fmt.Errorf("reload: %w", err)
+				return err
 			}
 			continue
 		}
@@ -280,7 +306,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		if err := s.configure(e, src, e.st, now); err != nil {
-			return fmt.Errorf("reload: %w", err)
+			return err
 		}
 		s.configChanged(e, now)
 		s.reschedule(e, now)
@@ -296,11 +322,6 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 			s.dropEntry(e)
 		}
 	}
-	if s.limitOf(cfg) < cfg.Concurrency {
-		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.limitOf(cfg))
-	}
-	s.resizeWorkers(s.limitOf(cfg))
-	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
 	return nil
 }
 
@@ -308,12 +329,8 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 // effect in the running daemon (and are not overwritten by it).
 func (s *Scheduler) commands(ctx context.Context) {
 	for {
-		t := s.clock.NewTimer(s.cmdEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, s.clock, s.cmdEvery) {
 			return
-		case <-t.C():
 		}
 		cmds, err := s.store.PendingCommands(ctx)
 		if err != nil {
@@ -349,18 +366,10 @@ func (s *Scheduler) commands(ctx context.Context) {
 	}
 }
 
-// Apply performs a named operator action: reset, pause, resume or trigger.
-func (s *Scheduler) Apply(action, name, reason string) error {
-	seq, err := s.applyAsync(action, name, reason)
-	if err == nil && seq > 0 {
-		s.waitCommitted(name, seq)
-	}
-	return err
-}
-
-// applyAsync is Apply without waiting for the commit; it returns the
-// flusher's sequence number of the change (0 for a trigger, which changes
-// no stored state).
+// applyAsync performs a named operator action (reset, pause, resume or
+// trigger, from the CLI's command queue) without waiting for its commit; it
+// returns the flusher's sequence number of the change (0 for a trigger,
+// which changes no stored state).
 func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
 	switch action {
 	case ActionReset, ActionPause, ActionResume:

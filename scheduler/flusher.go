@@ -33,7 +33,7 @@ const maxBatch = 2000
 // submit, and the check that its previous state is committed (rule 3.8),
 // touch the slot and a list of pending writes, never a map keyed by name.
 type flusher struct {
-	st     *store.Store
+	st     Store
 	log    *slog.Logger
 	clock  Clock
 	m      *metrics
@@ -46,7 +46,6 @@ type flusher struct {
 	// from index head on; a slot has at most one (its latest state).
 	queue   []write
 	head    int
-	busy    bool // a commit is in progress
 	next    uint64
 	lastErr error
 	changed chan struct{} // closed and replaced after every commit attempt
@@ -79,7 +78,7 @@ type write struct {
 	recs []store.PollRecord
 }
 
-func newFlusher(st *store.Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
+func newFlusher(st Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
 	return &flusher{
 		st: st, log: log, clock: clock, m: m, keep: keep,
 		slots:   map[string]*slot{},
@@ -145,7 +144,7 @@ func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord) 
 	return seq
 }
 
-// healthy reports the last commit's error (nil when it succeeded).
+// err reports the last commit's error (nil when it succeeded).
 func (f *flusher) err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,7 +206,8 @@ func (f *flusher) pendingRecords(name string) []store.PollRecord {
 	return rs
 }
 
-// run commits until ctx is done, then returns; call flush for the last one.
+// run commits until ctx is done, then returns; call flushFinal for the
+// last commit.
 func (f *flusher) run(ctx context.Context) {
 	retry := 100 * time.Millisecond
 	for {
@@ -216,22 +216,14 @@ func (f *flusher) run(ctx context.Context) {
 			return
 		case <-f.kick:
 		}
-		t := f.clock.NewTimer(flushDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, f.clock, flushDelay) {
 			return
-		case <-t.C():
 		}
 		err := f.flushAll(ctx)
 		if err != nil {
 			// Keep trying with a growing pause; new submissions wait too.
-			t := f.clock.NewTimer(retry)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleep(ctx, f.clock, retry) {
 				return
-			case <-t.C():
 			}
 			retry = min(retry*2, 5*time.Second)
 			select {
@@ -261,25 +253,50 @@ func (f *flusher) flushAll(ctx context.Context) error {
 // flush commits up to maxBatch pending states, with their records, in one
 // transaction; more reports whether states are left for another.
 func (f *flusher) flush(ctx context.Context) (more bool, err error) {
-	f.mu.Lock()
-	n := min(len(f.queue)-f.head, maxBatch)
-	if n == 0 {
-		f.mu.Unlock()
+	taken, states, records, more := f.take()
+	if len(taken) == 0 {
 		return false, nil
 	}
-	// The buffers of one commit are reused by the next (flush never runs
-	// concurrently with itself); they are cleared once the commit is over.
-	taken := slices.Grow(f.bufTaken[:0], n)[:n]
+	began := f.clock.Now()
+	err = f.st.SaveBatch(ctx, states, records, f.keep())
+	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
+	f.settle(taken, len(states), len(records), err)
+	if err == nil && f.onSave != nil {
+		names := make([]string, len(taken))
+		for i := range taken {
+			names[i] = taken[i].sl.name
+		}
+		f.onSave(names)
+	}
+	f.recycle(taken, states, records)
+	if err != nil {
+		return false, err
+	}
+	return more, nil
+}
+
+// take removes up to maxBatch writes from the front of the queue for a
+// commit, with their states and records; their slots are marked in flight.
+// The buffers of one commit are reused by the next (flush never runs
+// concurrently with itself).
+func (f *flusher) take() (taken []write, states []store.SourceState, records []store.PollRecord, more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(len(f.queue)-f.head, maxBatch)
+	if n == 0 {
+		return nil, nil, nil, false
+	}
+	taken = slices.Grow(f.bufTaken[:0], n)[:n]
 	copy(taken, f.queue[f.head:f.head+n])
 	clear(f.queue[f.head : f.head+n])
 	f.head += n
 	f.compact()
-	states := slices.Grow(f.bufStates[:0], n)[:n]
+	states = slices.Grow(f.bufStates[:0], n)[:n]
 	nrec := 0
 	for i := range taken {
 		nrec += len(taken[i].recs)
 	}
-	records := slices.Grow(f.bufRecords[:0], nrec)
+	records = slices.Grow(f.bufRecords[:0], nrec)
 	for i := range taken {
 		w := &taken[i]
 		w.sl.pend = -1
@@ -292,19 +309,16 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		records = append(records, w.recs...)
 		w.sl.flying = records[a:len(records):len(records)]
 	}
-	more = f.head < len(f.queue)
-	f.busy = true
-	f.mu.Unlock()
+	return taken, states, records, f.head < len(f.queue)
+}
 
-	began := f.clock.Now()
-	err = f.st.SaveBatch(ctx, states, records, f.keep())
-	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
-
+// settle ends the commit of taken: on success their slots are saved; on
+// failure everything goes back in the queue, under the newer state of a
+// source that submitted one meanwhile. Waiters are woken either way.
+func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
 	f.mu.Lock()
-	f.busy = false
+	defer f.mu.Unlock()
 	if err != nil {
-		// Put everything back, under the newer state of a source that
-		// submitted one meanwhile.
 		k := f.keep()
 		for i := range taken {
 			w := &taken[i]
@@ -325,7 +339,7 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		f.m.storeErrors.Inc()
 	} else {
 		if f.lastErr != nil {
-			f.log.Info("store recovered", "states", len(states), "records", len(records))
+			f.log.Info("store recovered", "states", nstates, "records", nrecords)
 		}
 		f.lastErr = nil
 		for i := range taken {
@@ -338,27 +352,19 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
-	f.mu.Unlock()
-	if err == nil && f.onSave != nil {
-		names := make([]string, len(taken))
-		for i := range taken {
-			names[i] = taken[i].sl.name
-		}
-		f.onSave(names)
-	}
+}
+
+// recycle clears a commit's buffers and keeps them for the next one. A
+// commit after an outage may carry up to keep records per state: its
+// records buffer is not kept beyond a few ordinary commits' worth.
+func (f *flusher) recycle(taken []write, states []store.SourceState, records []store.PollRecord) {
 	clear(taken)
 	clear(states)
 	clear(records)
 	f.bufTaken, f.bufStates, f.bufRecords = taken[:0], states[:0], records[:0]
-	// A commit after an outage may carry up to keep records per state:
-	// its records buffer is not kept beyond a few ordinary commits' worth.
 	if cap(f.bufRecords) > 4*maxBatch {
 		f.bufRecords = nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return more, nil
 }
 
 // newest returns the last k of recs (all of them if there are fewer), in
@@ -399,12 +405,8 @@ func (f *flusher) flushFinal(d time.Duration) error {
 		if err == nil {
 			return nil
 		}
-		t := f.clock.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, f.clock, 200*time.Millisecond) {
 			return errors.Join(err, ctx.Err())
-		case <-t.C():
 		}
 	}
 }

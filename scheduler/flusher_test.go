@@ -28,19 +28,20 @@ func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*s
 			t.Error(err)
 		}
 	})
-	m, err := newMetrics(prometheus.NewRegistry(), &Scheduler{})
+	m, err := newMetrics(prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st, newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return keep })
 }
 
-// waitCommitStarted waits until f has a commit in progress.
+// waitCommitStarted waits until f has a commit in progress: a write of
+// some slot is in flight.
 func waitCommitStarted(t *testing.T, f *flusher) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
 		f.mu.Lock()
-		busy := f.busy
+		busy := committing(f)
 		f.mu.Unlock()
 		if busy {
 			return
@@ -49,6 +50,17 @@ func waitCommitStarted(t *testing.T, f *flusher) {
 			t.Fatal("the commit did not start")
 		}
 	}
+}
+
+// committing reports whether f has a commit in progress: a write of some
+// slot is in flight. f.mu held.
+func committing(f *flusher) bool {
+	for _, sl := range f.slots {
+		if sl.inFlight {
+			return true
+		}
+	}
+	return false
 }
 
 // A backlog larger than maxBatch is committed as a train of bounded

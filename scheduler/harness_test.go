@@ -112,7 +112,8 @@ func (h *harness) stored(name string) store.SourceState {
 	return s
 }
 
-// counter returns the value of a counter or gauge with the given labels.
+// metric returns the value of a counter or gauge (a histogram: its count)
+// with the given labels, 0 if there is none.
 func (h *harness) metric(name string, labels ...string) float64 {
 	h.t.Helper()
 	mfs, err := h.reg.Gather()
@@ -143,6 +144,21 @@ func (h *harness) metric(name string, labels ...string) float64 {
 	return 0
 }
 
+// series returns how many series the metric family name has.
+func (h *harness) series(name string) int {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
+
 func hasLabel(m *dto.Metric, k, v string) bool {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == k && l.GetValue() == v {
@@ -152,7 +168,7 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 	return false
 }
 
-// flag creates or removes a file that the exec sources of these tests test
+// setFail creates or removes a file that the exec sources of these tests test
 // for: `test ! -e fail` succeeds while it is absent.
 func setFail(t *testing.T, dir string, fail bool) {
 	t.Helper()

@@ -8,7 +8,9 @@ import (
 
 // Outcomes counted by pacer_polls_total besides those of a poll record
 // (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
-// OutcomeInterrupted), which finish counts under their own names.
+// OutcomeInterrupted): finish counts every outcome under its kind, a poll
+// its breaker refused as countRejected (kindRejected), and the ticks that
+// passed while a source was busy as countSkipped.
 const (
 	countRejected = "rejected"
 	countSkipped  = "skipped"
@@ -28,7 +30,14 @@ type metrics struct {
 	storeCommit   prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
+// sourceCounts returns the number of sources per state and, with perSource,
+// the consecutive failures of each source that has any (Scheduler.stateCounts).
+type sourceCounts func(perSource bool) (map[string]int, []sourceFailures)
+
+// newMetrics registers the scheduler's collectors on reg. counts feeds the
+// per-state and per-source gauges at scrape time; nil leaves them out (the
+// flusher's tests need only the store metrics).
+func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error) {
 	m := &metrics{
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pacer_inflight", Help: "Polls in flight."}),
@@ -56,7 +65,11 @@ func newMetrics(reg prometheus.Registerer, s *Scheduler) (*metrics, error) {
 	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, sourcesCollector{s}} {
+	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit}
+	if counts != nil {
+		cs = append(cs, sourcesCollector{counts})
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,8 +84,10 @@ var (
 )
 
 // sourcesCollector reports per-state counts and per-source failure gauges
-// from the scheduler's state at scrape time.
-type sourcesCollector struct{ s *Scheduler }
+// from the scheduler's state at scrape time. A source with no consecutive
+// failure has no failure series (contract section 6): a healthy fleet
+// exports none.
+type sourcesCollector struct{ counts sourceCounts }
 
 func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourcesDesc
@@ -80,7 +95,7 @@ func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, failures := c.s.stateCounts(true)
+	counts, failures := c.counts(true)
 	for _, st := range AllStates {
 		ch <- prometheus.MustNewConstMetric(sourcesDesc, prometheus.GaugeValue, float64(counts[st]), st)
 	}
@@ -96,4 +111,47 @@ func (m *metrics) poll(outcome string) prometheus.Counter {
 		return c
 	}
 	return m.polls.WithLabelValues(outcome)
+}
+
+// sourceFailures is one source's consecutive failures, for the metrics.
+type sourceFailures struct {
+	name string
+	n    int
+}
+
+// stateCounts returns the number of sources per state and, with
+// perSource, the consecutive failures of each source that has any (the
+// others export no series). It holds mu for one pass over the entries that
+// only reads and appends: with 100,000 sources a scrape must not stall the
+// loop for long.
+func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
+	var byState [len(AllStates)]int
+	var failures []sourceFailures
+	s.mu.Lock()
+	now := s.clock.Now()
+	for name, e := range s.entries {
+		if e.removed {
+			continue
+		}
+		byState[stateIndex(StateOf(&e.st, now))]++
+		if perSource && e.st.ConsecutiveFailures > 0 {
+			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
+		}
+	}
+	s.mu.Unlock()
+	counts := make(map[string]int, len(AllStates))
+	for i, st := range AllStates {
+		counts[st] = byState[i]
+	}
+	return counts, failures
+}
+
+// stateIndex is the index of st in AllStates.
+func stateIndex(st string) int {
+	for i, s := range AllStates {
+		if s == st {
+			return i
+		}
+	}
+	return 0
 }

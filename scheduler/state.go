@@ -61,9 +61,14 @@ func breakerOf(st *store.SourceState, now time.Time) string {
 	return breaker.Closed
 }
 
+// kindRejected is the outcome of a poll its breaker refused: nothing was
+// called, nothing counts and no record is written; the source waits for the
+// cooldown. pacer_polls_total counts it under the same name.
+const kindRejected = countRejected
+
 // outcome is what a finished poll contributes to a source's state.
 type outcome struct {
-	kind       string // store.Outcome*
+	kind       string // store.Outcome* or kindRejected
 	err        string // redacted error text, "" on success
 	retryAfter string // raw Retry-After of a throttled answer
 	start, end time.Time
@@ -75,7 +80,10 @@ type outcome struct {
 // pure function: the scheduler applies it under its lock, the tests call it
 // directly.
 func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome) store.SourceState {
-	if o.kind == store.OutcomeInterrupted {
+	end := o.end
+	var notBefore time.Time // the backoff or the Retry-After
+	switch o.kind {
+	case store.OutcomeInterrupted:
 		// Cut off by shutdown: nothing counts, and the source is due again
 		// as soon as a daemon runs it.
 		start := o.start
@@ -83,17 +91,15 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 			st.NextRunAt = &start
 		}
 		return st
+	case kindRejected:
+		setBreaker(&st, o.brk)
+		next := nextRun(end, tm, notBefore, o.brk)
+		st.NextRunAt = &next
+		return st
 	}
-	end := o.end
 	st.LastRunAt = ptr(o.start)
 	st.LastOutcome = o.kind
-	st.BreakerState = o.brk.State
-	st.BreakerUntil = nil
-	if o.brk.State == breaker.Open {
-		st.BreakerUntil = ptr(o.brk.Until)
-	}
-	next := tm.next(end)
-	backoff := breaker.Backoff(src.Backoff)
+	setBreaker(&st, o.brk)
 	switch o.kind {
 	case store.OutcomeSuccess:
 		st.PollsTotal++
@@ -104,10 +110,9 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.PollsTotal++
 		st.ThrottledTotal++
 		st.ConsecutiveThrottles++
-		if at, ok := breaker.ParseRetryAfter(o.retryAfter, end); ok {
-			next = later(next, at)
-		} else {
-			next = later(next, backoff.NextAttemptAtR(end, st.ConsecutiveThrottles, o.jitter))
+		var ok bool
+		if notBefore, ok = breaker.ParseRetryAfter(o.retryAfter, end); !ok {
+			notBefore = src.Backoff.NextAttemptAt(end, st.ConsecutiveThrottles, o.jitter)
 		}
 	case store.OutcomeFailure:
 		st.PollsTotal++
@@ -115,20 +120,55 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.ConsecutiveFailures++
 		st.ConsecutiveThrottles = 0
 		st.LastError = o.err
-		next = later(next, backoff.NextAttemptAtR(end, st.ConsecutiveFailures, o.jitter))
+		notBefore = src.Backoff.NextAttemptAt(end, st.ConsecutiveFailures, o.jitter)
 		if src.ErrorAfter > 0 && st.ConsecutiveFailures >= src.ErrorAfter {
 			st.ErrorReason = fmt.Sprintf("%d consecutive failures; last: %s", st.ConsecutiveFailures, o.err)
 			st.NextRunAt = nil
 			return st
 		}
 	}
-	if st.BreakerUntil != nil {
-		// gobreaker lets the probe through strictly after the expiry.
-		next = later(next, st.BreakerUntil.Add(time.Millisecond))
-	}
-	next = ceilMicro(next)
+	next := nextRun(end, tm, notBefore, o.brk)
 	st.NextRunAt = &next
 	return st
+}
+
+// nextRun is the rule "next poll = max(next tick, backoff, breaker
+// cooldown, Retry-After)" (rules 3.4 to 3.6), written once, as a pure
+// function of now (in the style of x/time/rate's ReserveN(t, n)): the first
+// tick of tm after now, no earlier than notBefore (a backoff or a
+// Retry-After; zero for none), and, while brk is open, after its Until (the
+// breaker lets the probe through strictly after it). The result is rounded
+// up to the microsecond, the store's precision.
+func nextRun(now time.Time, tm timing, notBefore time.Time, brk breaker.Snapshot) time.Time {
+	next := later(tm.next(now), notBefore)
+	if brk.State == breaker.Open {
+		next = later(next, brk.Until.Add(time.Millisecond))
+	}
+	return ceilMicro(next)
+}
+
+// setBreaker records the breaker state b in st. It is the one place that
+// writes st's breaker fields; breakerSnapshot reads them back.
+func setBreaker(st *store.SourceState, b breaker.Snapshot) {
+	st.BreakerState, st.BreakerUntil = breaker.Closed, nil
+	switch b.State {
+	case breaker.Open:
+		st.BreakerState, st.BreakerUntil = breaker.Open, ptr(b.Until)
+	case breaker.HalfOpen:
+		st.BreakerState = breaker.HalfOpen
+	}
+}
+
+// breakerSnapshot is the breaker state recorded in st ("" is closed).
+func breakerSnapshot(st *store.SourceState) breaker.Snapshot {
+	b := breaker.Snapshot{State: st.BreakerState}
+	if b.State == "" {
+		b.State = breaker.Closed
+	}
+	if st.BreakerUntil != nil {
+		b.Until = *st.BreakerUntil
+	}
+	return b
 }
 
 // ceilMicro rounds t up to the microsecond, the precision of the store: a
@@ -148,15 +188,14 @@ func resetState(st store.SourceState, tm timing, now time.Time) store.SourceStat
 	st.ConsecutiveFailures = 0
 	st.ConsecutiveThrottles = 0
 	st.ErrorReason = ""
-	st.BreakerState = breaker.Closed
-	st.BreakerUntil = nil
+	setBreaker(&st, breaker.Snapshot{State: breaker.Closed})
 	if st.LastOutcome != store.OutcomeSuccess {
 		st.LastOutcome = ""
 	}
 	if st.Paused {
 		st.NextRunAt = nil
 	} else {
-		st.NextRunAt = ptr(tm.next(now))
+		st.NextRunAt = ptr(nextRun(now, tm, time.Time{}, breaker.Snapshot{State: breaker.Closed}))
 	}
 	return st
 }
@@ -208,10 +247,7 @@ func applyAction(action string, st store.SourceState, tm timing, reason string, 
 		if st.ErrorReason != "" {
 			return st, nil
 		}
-		next := tm.next(now)
-		if st.BreakerState == breaker.Open && st.BreakerUntil != nil {
-			next = later(next, st.BreakerUntil.Add(time.Millisecond))
-		}
+		next := nextRun(now, tm, time.Time{}, breakerSnapshot(&st))
 		st.NextRunAt = &next
 	default:
 		return st, fmt.Errorf("unknown action %q", action)

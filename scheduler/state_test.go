@@ -176,6 +176,32 @@ func TestApplyOutcome(t *testing.T) {
 			},
 		},
 		{
+			name: "rejected by the open breaker: nothing counts, due after its cooldown",
+			in:   store.SourceState{ConsecutiveFailures: 5, PollsTotal: 7, LastRunAt: ptr(t0), LastOutcome: store.OutcomeFailure, NextRunAt: ptr(t0)},
+			o:    outcome{kind: kindRejected, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
+			check: func(t *testing.T, st store.SourceState) {
+				if st.ConsecutiveFailures != 5 || st.PollsTotal != 7 || st.FailuresTotal != 0 || !st.LastRunAt.Equal(t0) || st.LastOutcome != store.OutcomeFailure {
+					t.Errorf("a rejected poll counted: %+v", st)
+				}
+				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
+					t.Errorf("breaker %s until %v; want the live breaker's", st.BreakerState, st.BreakerUntil)
+				}
+				if want := at(time.Minute + time.Millisecond); !st.NextRunAt.Equal(want) {
+					t.Errorf("next %v, want %v (just after the cooldown)", st.NextRunAt, want)
+				}
+			},
+		},
+		{
+			name: "rejected records the live breaker over a stale stored one",
+			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Closed},
+			o:    outcome{kind: kindRejected, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(10 * time.Second)}},
+			check: func(t *testing.T, st store.SourceState) {
+				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Millisecond)) {
+					t.Errorf("state %s next %v", StateOf(&st, t0), st.NextRunAt)
+				}
+			},
+		},
+		{
 			name: "interrupted changes nothing but makes the source due",
 			in:   store.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: ptr(at(time.Hour))},
 			o:    outcome{kind: store.OutcomeInterrupted, start: t0, end: at(time.Second)},
@@ -311,5 +337,58 @@ func TestCeilMicro(t *testing.T) {
 		if got := ceilMicro(c.in); !got.Equal(c.want) {
 			t.Errorf("ceilMicro(%s) = %s, want %s", c.in.Format(time.RFC3339Nano), got.Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
 		}
+	}
+}
+
+// TestNextRun pins the one rule for the next poll: the first tick after
+// now, no earlier than the backoff or Retry-After, and after an open
+// breaker's Until, rounded up to the microsecond.
+func TestNextRun(t *testing.T) {
+	tm := timing{sched: config.Every{D: time.Second}, every: time.Second} // phase 0: ticks at whole seconds
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	closed := breaker.Snapshot{State: breaker.Closed}
+	tests := []struct {
+		name      string
+		now       time.Time
+		notBefore time.Time
+		brk       breaker.Snapshot
+		want      time.Time
+	}{
+		{"the next tick", at(300 * time.Millisecond), time.Time{}, closed, at(time.Second)},
+		{"a tick is strictly after now", at(time.Second), time.Time{}, closed, at(2 * time.Second)},
+		{"a backoff before the tick loses", at(0), at(500 * time.Millisecond), closed, at(time.Second)},
+		{"a backoff after the tick wins", at(0), at(7 * time.Second), closed, at(7 * time.Second)},
+		{"an open breaker: just after its Until", at(0), at(2 * time.Second), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(30*time.Second + time.Millisecond)},
+		{"an open breaker whose Until is past: the tick", at(0), time.Time{}, breaker.Snapshot{State: breaker.Open, Until: at(-time.Minute)}, at(time.Second)},
+		{"a backoff after the breaker's Until wins", at(0), at(time.Minute), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(time.Minute)},
+		{"a half-open breaker does not delay", at(0), time.Time{}, breaker.Snapshot{State: breaker.HalfOpen, Until: at(time.Hour)}, at(time.Second)},
+		{"rounded up to the microsecond", at(0), at(5*time.Second + 1), closed, at(5*time.Second + time.Microsecond)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextRun(tc.now, tm, tc.notBefore, tc.brk); !got.Equal(tc.want) {
+				t.Errorf("nextRun = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSetBreaker: the breaker fields of a state are written in one place,
+// and read back as they were written.
+func TestSetBreaker(t *testing.T) {
+	for _, b := range []breaker.Snapshot{
+		{State: breaker.Closed}, {State: breaker.HalfOpen}, {State: breaker.Open, Until: t0.Add(time.Minute)},
+	} {
+		st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: ptr(t0)}
+		setBreaker(&st, b)
+		if got := breakerSnapshot(&st); got.State != b.State || !got.Until.Equal(b.Until) {
+			t.Errorf("setBreaker(%+v) reads back as %+v", b, got)
+		}
+		if b.State != breaker.Open && st.BreakerUntil != nil {
+			t.Errorf("setBreaker(%+v) left BreakerUntil %v", b, st.BreakerUntil)
+		}
+	}
+	if got := breakerSnapshot(&store.SourceState{}); got.State != breaker.Closed {
+		t.Errorf(`an empty breaker state reads as %q, want closed`, got.State)
 	}
 }

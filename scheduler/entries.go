@@ -1,0 +1,144 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// addEntry builds the runtime of src from its stored state and schedules it.
+// Called with mu held.
+func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
+	e := &entry{name: src.Name, idx: -1, sl: s.flush.slot(src.Name)}
+	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
+	if !found {
+		st = store.SourceState{Name: src.Name}
+	}
+	if err := s.configure(e, src, st, now); err != nil {
+		return err
+	}
+	if changed {
+		s.configChanged(e, now)
+	} else if e.st.Fingerprint != src.Fingerprint {
+		e.st.Fingerprint = src.Fingerprint
+	}
+	s.entries[src.Name] = e
+	s.reschedule(e, now)
+	if !found {
+		// Persist the new source with its first tick, so that status read
+		// from the store shows when it will run. No poll has happened, so
+		// its first poll need not wait for this commit (rule 3.8).
+		s.flush.submit(e.sl, e.st, nil)
+	}
+	return nil
+}
+
+// configure (re)builds e's poller, breaker and timing for src, with state st.
+func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState, now time.Time) error {
+	var poller sources.Poller
+	var err error
+	if s.newPoller != nil {
+		poller, err = s.newPoller(src)
+	} else {
+		poller, err = sources.New(src, s.client, s.redact.Redact)
+	}
+	if err != nil {
+		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+	}
+	e.src, e.poller, e.brk = src, poller, nil
+	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
+		e.brk = newBreaker(src, st)
+	}
+	e.timing = newTiming(src.Name, src.Schedule)
+	e.group = s.groups[src.Limit]
+	e.gen++
+	e.st = st
+	e.st.Name = src.Name
+	return nil
+}
+
+// newBreaker returns src's breaker restored to the state in st. A source
+// whose breaker is closed with no failure counted has none (entry.brk is
+// nil): at 100,000 sources the healthy majority costs no breaker at all.
+func newBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
+	return breaker.New(src.Breaker, breakerSnapshot(&st), st.ConsecutiveFailures)
+}
+
+// configChanged clears the error state, failures and breaker of a source
+// whose effective configuration changed (rule 3.7) and persists that.
+func (s *Scheduler) configChanged(e *entry, now time.Time) {
+	prev := StateOf(&e.st, now)
+	e.st = resetState(e.st, e.timing, now)
+	e.st.Fingerprint = e.src.Fingerprint
+	e.brk = nil
+	s.logChange(e, prev, now, "configuration changed")
+	s.save(e, nil)
+}
+
+// reschedule puts an idle, schedulable entry in the heap at its next run
+// time (now if that is past, or if it has none yet: its first tick).
+func (s *Scheduler) reschedule(e *entry, now time.Time) {
+	if e.busy || e.removed || e.st.Paused || e.st.ErrorReason != "" {
+		s.due.remove(e)
+		return
+	}
+	if e.st.NextRunAt == nil {
+		e.st.NextRunAt = ptr(nextRun(now, e.timing, time.Time{}, breakerSnapshot(&e.st)))
+	}
+	at := *e.st.NextRunAt
+	s.due.schedule(e, at)
+	if e.idx == 0 {
+		s.poke()
+	}
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropEntry forgets a source removed from the configuration once its last
+// poll is over. mu held.
+func (s *Scheduler) dropEntry(e *entry) {
+	if s.entries[e.name] == e {
+		delete(s.entries, e.name)
+		s.flush.release(e.sl)
+	}
+}
+
+// save hands e's state (and a record) to the flusher. mu held.
+func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
+	if rec != nil {
+		e.st.HistorySeq++
+		rec.Seq = e.st.HistorySeq
+	}
+	e.savedSeq = s.flush.submit(e.sl, e.st, rec)
+}
+
+// logChange logs one line if e's state differs from prev (rule 3.12).
+func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason string) {
+	cur := StateOf(&e.st, now)
+	if cur == prev {
+		return
+	}
+	switch cur {
+	case StateError:
+		reason = e.st.ErrorReason
+	case StatePaused:
+		reason = e.st.PausedReason
+	}
+	lvl := slog.LevelInfo
+	if cur == StateError || cur == StateOpen {
+		lvl = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
+		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
+}

@@ -1,0 +1,222 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// New returns a scheduler for cfg. Call Start to load the store and begin.
+func New(cfg *config.Config, opts Options) (*Scheduler, error) {
+	if opts.Store == nil || opts.Registry == nil {
+		return nil, errors.New("scheduler: Store and Registry are required")
+	}
+	s := &Scheduler{
+		store:     opts.Store,
+		log:       opts.Logger,
+		clock:     opts.Clock,
+		maxConc:   opts.MaxConcurrency,
+		cmdEvery:  opts.CommandInterval,
+		loopHook:  opts.LoopHook,
+		newPoller: opts.NewPoller,
+		cfg:       cfg,
+		redact:    cfg.Redactor(),
+		entries:   map[string]*entry{},
+		groups:    map[string]*group{},
+		ready:     newFIFO(),
+		wake:      make(chan struct{}, 1),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = RealClock{}
+	}
+	if s.cmdEvery <= 0 {
+		s.cmdEvery = 250 * time.Millisecond
+	}
+	s.keep.Store(int64(cfg.History.Keep))
+	m, err := newMetrics(opts.Registry, s.stateCounts)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: metrics: %w", err)
+	}
+	s.m = m
+	s.transport = newTransport(s.limitOf(cfg))
+	s.client = sources.NewClient(s.transport, []string{cfg.Admin.Listen})
+	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
+	return s, nil
+}
+
+// limitOf is the effective global cap for cfg.
+func (s *Scheduler) limitOf(cfg *config.Config) int {
+	n := max(cfg.Concurrency, 1)
+	if s.maxConc > 0 && n > s.maxConc {
+		n = s.maxConc
+	}
+	return n
+}
+
+// Start loads every source's stored state and starts polling. It returns
+// once every source is loaded (the daemon is then ready).
+func (s *Scheduler) Start(ctx context.Context) error {
+	states, err := s.store.LoadStates(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduler: load states: %w", err)
+	}
+	return s.StartFrom(states)
+}
+
+// StartFrom is Start with the stored states already read (by
+// store.LoadStates on the same store, under its lock): the daemon reads
+// them while its config is being loaded. A second call returns an error and
+// changes nothing.
+func (s *Scheduler) StartFrom(states []store.SourceState) error {
+	stored := make(map[string]store.SourceState, len(states))
+	for _, st := range states {
+		stored[st.Name] = st
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Check and set started first: the stages below belong to this start.
+	if s.started {
+		return errors.New("scheduler: already started")
+	}
+	s.started = true
+	for _, g := range []*stage{&s.dispatching, &s.working, &s.polling, &s.flushing} {
+		g.begin()
+	}
+	now := s.clock.Now()
+	for name, l := range s.cfg.Limits {
+		s.groups[name] = s.startGroup(name, l)
+	}
+	for i := range s.cfg.Sources {
+		src := &s.cfg.Sources[i]
+		st, found := stored[src.Name]
+		if err := s.addEntry(src, st, found, now); err != nil {
+			// Nothing runs but the group admitters: they end once mu is
+			// released, and Shutdown has nothing left to do.
+			s.stopped = true
+			s.dispatching.cancel()
+			return err
+		}
+	}
+	s.resizeWorkers(s.limitOf(s.cfg))
+	s.flushing.spawn(s.flushing.ctx, s.flush.run)
+	s.dispatching.spawn(s.dispatching.ctx, s.loop)
+	s.dispatching.spawn(s.dispatching.ctx, s.commands)
+	s.loopBeat.Store(now.UnixNano())
+	return nil
+}
+
+// Shutdown stops the scheduler (rule 3.10). Each stage is stopped as
+// prometheus stops a scrape loop, by cancelling its context and then
+// waiting for its goroutines, in this order:
+//
+//  1. stop dispatching: nothing more is dispatched or triggered (stopped),
+//     and the loop, the group admitters and the command reader end;
+//  2. drain or cut the polls: the workers take no new job; the polls in
+//     flight get up to timeout, then their context is cancelled (they are
+//     recorded as interrupted);
+//  3. flush: the flusher ends, and every pending state is committed;
+//  4. close the HTTP transport's idle connections.
+//
+// It does nothing before Start or after a first Shutdown.
+func (s *Scheduler) Shutdown(timeout time.Duration) error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+
+	s.dispatching.stop()
+	s.drainPolls(timeout)
+	s.flushing.stop()
+	err := s.flush.flushFinal(10 * time.Second)
+	s.transport.close()
+	if err != nil {
+		return fmt.Errorf("scheduler: final flush: %w", err)
+	}
+	return nil
+}
+
+// drainPolls stops the workers and waits for the polls in flight, for up to
+// timeout, then cancels those left and waits for them to be recorded.
+func (s *Scheduler) drainPolls(timeout time.Duration) {
+	s.working.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.working.wg.Wait()
+		close(done)
+	}()
+	t := s.clock.NewTimer(timeout)
+	select {
+	case <-done:
+		t.Stop()
+	case <-t.C():
+		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
+		s.polling.cancel()
+		<-done
+	}
+	s.polling.stop()
+}
+
+// stage is a set of goroutines that stop together: stop cancels their
+// context, then waits for them.
+type stage struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// begin gives the stage its context. Called once, by StartFrom.
+func (g *stage) begin() {
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+}
+
+// spawn runs f(ctx) in a goroutine of the stage; ctx is the stage's
+// context or a child of it.
+func (g *stage) spawn(ctx context.Context, f func(context.Context)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f(ctx)
+	}()
+}
+
+// stop cancels the stage's context and waits for its goroutines.
+func (g *stage) stop() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// Healthy returns nil when the scheduling loop made a pass within maxAge
+// (it makes one at least every second) and the store accepts a write; it
+// is what a service watchdog should check.
+func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
+	if age := s.clock.Now().Sub(time.Unix(0, s.loopBeat.Load())); age > maxAge {
+		return fmt.Errorf("scheduler loop stalled for %v", age.Round(time.Millisecond))
+	}
+	if err := s.store.Writable(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// Summary counts the sources, the polls in flight and the sources in error,
+// for a one-line service status.
+func (s *Scheduler) Summary() (sources, inflight, errored int) {
+	counts, _ := s.stateCounts(false)
+	for _, n := range counts {
+		sources += n
+	}
+	return sources, int(s.inflightN.Load()), counts[StateError]
+}

@@ -1,0 +1,264 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// resizeWorkers runs exactly n workers. mu held.
+func (s *Scheduler) resizeWorkers(n int) {
+	for len(s.workers) > n {
+		last := len(s.workers) - 1
+		s.workers[last]()
+		s.workers = s.workers[:last]
+	}
+	for len(s.workers) < n {
+		ctx, cancel := context.WithCancel(s.working.ctx)
+		s.workers = append(s.workers, cancel)
+		s.working.spawn(ctx, s.work)
+	}
+	s.m.limit.Set(float64(n))
+	s.transport.resize(n)
+}
+
+// work is one worker: a global permit. It takes jobs until ctx is done.
+func (s *Scheduler) work(ctx context.Context) {
+	// The worker's polls derive from its own child of the polling
+	// context, so that a poll's timeout context registers with this
+	// worker's context instead of with the polling stage's, which every
+	// worker shares (a contended lock and map insertion per poll);
+	// cancelling the polling stage still reaches every poll.
+	pollCtx, cancel := context.WithCancel(s.polling.ctx)
+	defer cancel()
+	for ctx.Err() == nil {
+		j := s.ready.pop(ctx)
+		if j == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			s.releaseGroup(j)
+			s.requeue(j)
+			return
+		}
+		s.run(pollCtx, j)
+	}
+}
+
+// run performs one poll and applies its outcome.
+func (s *Scheduler) run(pollCtx context.Context, j *job) {
+	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
+	p, poller, seq, ok := s.claim(j)
+	if !ok {
+		// It changed while it waited for permits: it goes back to its
+		// schedule (through its new group, if that changed).
+		s.releaseGroup(j)
+		s.requeue(j)
+		return
+	}
+	// Rule 3.8: the previous poll's state is committed before this one.
+	s.flush.waitAt(pollCtx, j.e.sl, seq)
+	if j.trigger && p.brk != nil {
+		p.brk.ForceProbe()
+	}
+	p = s.poll(pollCtx, j, poller, p)
+	s.releaseGroup(j)
+	s.finish(j, p)
+}
+
+// claim returns what a worker needs of j's source (its settings, breaker
+// and redactor in p, its poller, the sequence number of its last state), or
+// ok false if the source changed (generation, group), went away, or was
+// paused or put in error while j waited.
+func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := j.e
+	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+		return pollResult{}, nil, 0, false
+	}
+	return pollResult{src: e.src, brk: e.brk, redact: s.redact}, e.poller, e.savedSeq, true
+}
+
+// pollResult is what one poll produced, before it is applied.
+type pollResult struct {
+	src        *config.Source   // the configuration the poll ran with
+	redact     *config.Redactor // the redactor of that configuration
+	brk        *breaker.Breaker // the source's breaker after the call (nil: none)
+	res        sources.Result
+	rejected   bool // refused by the breaker: the poller was not called
+	start, end time.Time
+}
+
+// poll calls the source p.src through its breaker p.brk under the source's
+// timeout, with the in-flight, lag and duration metrics around it, and
+// returns p with what the poll produced.
+func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller, p pollResult) pollResult {
+	start := s.clock.Now()
+	if !j.trigger {
+		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
+	}
+	s.m.inflight.Inc()
+	s.inflightN.Add(1)
+	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
+	res, brk, err := call(ctx, p.src, poller, p.brk)
+	cancel()
+	end := s.clock.Now()
+	s.m.inflight.Dec()
+	s.inflightN.Add(-1)
+	p.brk, p.res, p.rejected, p.start, p.end = brk, res, errors.Is(err, breaker.ErrOpen), start, end
+	if !p.rejected {
+		s.m.duration.Observe(end.Sub(start).Seconds())
+	}
+	return p
+}
+
+// call runs one poll through brk. Throttling and cancellation are neither
+// success nor failure for the breaker (rule 3.5). A healthy source has no
+// breaker (brk nil): its first failure gives it one, which counts that
+// failure (and may open at once). It returns the breaker after the call.
+func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
+	var res sources.Result
+	fn := func() error {
+		res = poller.Poll(ctx)
+		switch {
+		case res.Err == nil:
+			return nil
+		case res.Throttled, errors.Is(res.Err, context.Canceled):
+			return breaker.Exclude(res.Err)
+		}
+		return res.Err
+	}
+	if brk != nil {
+		err := brk.Do(fn)
+		return res, brk, err
+	}
+	err := fn()
+	if err != nil && err == res.Err {
+		brk = newBreaker(src, store.SourceState{})
+		err = brk.Do(func() error { return res.Err })
+	}
+	return res, brk, err
+}
+
+// finish applies a poll's outcome to its source's state, persists it and
+// schedules the next poll, in these steps: classify the result (with the
+// times rounded as the store keeps them), count it, build its record, then
+// under mu the generation check, the state (outcome, breaker, a reset made
+// meanwhile), the commit and the next poll.
+func (s *Scheduler) finish(j *job, p pollResult) {
+	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
+	s.m.poll(o.kind).Inc()
+	rec := recordOf(j.e.name, p, o)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := j.e
+	e.busy = false
+	s.countSkipped(j, o.end)
+	if j.gen == e.gen {
+		s.applyPoll(e, p.brk, o)
+	}
+	// On a generation change (the configuration changed during the poll)
+	// the new settings start from a clean state: only the record is kept.
+	s.save(e, rec)
+	if e.removed {
+		s.dropEntry(e)
+		return
+	}
+	s.reschedule(e, o.end)
+}
+
+// outcomeOf classifies a poll's result. cut reports that shutdown is
+// cutting off the polls in flight; jitter is the poll's position in the
+// backoff's jitter band. Times, the breaker's included, are truncated to the
+// microsecond, as the store keeps them: a record read before its commit
+// then shows the same start as after it.
+func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float64) outcome {
+	o := outcome{
+		start: p.start.Truncate(time.Microsecond), end: p.end.Truncate(time.Microsecond),
+		brk: breaker.Snapshot{State: breaker.Closed}, jitter: jitter, retryAfter: p.res.RetryAfter,
+	}
+	if p.brk != nil {
+		o.brk = p.brk.Snapshot()
+		o.brk.Until = o.brk.Until.Truncate(time.Microsecond)
+	}
+	res := p.res
+	switch {
+	case p.rejected:
+		o.kind = kindRejected
+	case res.Err != nil && errors.Is(res.Err, context.Canceled) && cut:
+		o.kind = store.OutcomeInterrupted
+	case res.Throttled:
+		o.kind = store.OutcomeThrottled
+	case res.Err != nil:
+		o.kind = store.OutcomeFailure
+	default:
+		o.kind = store.OutcomeSuccess
+	}
+	if res.Err != nil {
+		o.err = redact(res.Err.Error())
+	}
+	return o
+}
+
+// recordOf is the history record of a poll of the named source; a poll
+// rejected by its breaker has none.
+func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
+	if o.kind == kindRejected {
+		return nil
+	}
+	rec := &store.PollRecord{
+		Source:     name,
+		StartedAt:  o.start.UTC(),
+		DurationMs: p.end.Sub(p.start).Milliseconds(),
+		Outcome:    o.kind,
+		Error:      o.err,
+		Bytes:      p.res.Bytes,
+	}
+	if p.res.StatusCode > 0 {
+		rec.StatusCode = &p.res.StatusCode
+	}
+	// p.src is the configuration the poll ran with: the entry's may have
+	// changed under mu (reload) since.
+	if p.src.Type == "exec" && p.res.ExitCode >= 0 {
+		rec.ExitCode = &p.res.ExitCode
+	}
+	return rec
+}
+
+// applyPoll applies o to e's state, keeps the breaker brk the poll ended
+// with (none once healthy again: a fresh one is equivalent), then applies
+// an operator's reset made during the poll, and logs a change of state.
+// mu held.
+func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
+	prev := StateOf(&e.st, o.start)
+	e.st = applyOutcome(e.st, e.src, e.timing, o)
+	e.brk = brk
+	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
+		e.brk = nil
+	}
+	reason := o.err
+	if e.resetPending {
+		e.resetPending = false
+		e.st = resetState(e.st, e.timing, o.end)
+		e.brk = nil
+		reason = "reset"
+	}
+	e.st.UpdatedAt = o.end.UTC()
+	s.logChange(e, prev, o.end, reason)
+}
+
+// countSkipped counts the ticks of j's source that passed between its
+// dispatch and end, while it was busy. mu held.
+func (s *Scheduler) countSkipped(j *job, end time.Time) {
+	if skipped := j.e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
+		s.m.poll(countSkipped).Add(float64(skipped))
+	}
+}
