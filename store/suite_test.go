@@ -75,7 +75,7 @@ func fullState(name string) store.SourceState {
 		LastSuccessAt:        ptr(b.Add(-time.Hour)),
 		LastError:            "GET https://example.com/status: 502 Bad Gateway",
 		LastOutcome:          store.OutcomeFailure,
-		BreakerState:         store.BreakerOpen,
+		BreakerState:         "open",
 		BreakerUntil:         ptr(b.Add(30 * time.Second)),
 		ErrorReason:          "10 consecutive failures; last: boom",
 		Paused:               true,
@@ -172,7 +172,7 @@ func testUpsertOverwrites(t *testing.T, s *store.Store) {
 		Name:         "a",
 		NextRunAt:    ptr(base().Add(time.Hour)),
 		LastOutcome:  store.OutcomeSuccess,
-		BreakerState: store.BreakerClosed,
+		BreakerState: "closed",
 		PollsTotal:   121,
 	}
 	before := time.Now()

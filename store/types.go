@@ -14,13 +14,6 @@ const (
 	OutcomeInterrupted = "interrupted"
 )
 
-// Breaker states as persisted.
-const (
-	BreakerClosed   = "closed"
-	BreakerOpen     = "open"
-	BreakerHalfOpen = "half-open"
-)
-
 // SourceState is the durable state of one source (rule 3.8). The zero value
 // (apart from Name) is a source that was never polled.
 type SourceState struct {
@@ -35,7 +28,7 @@ type SourceState struct {
 	LastSuccessAt  *time.Time `gorm:"type:bigint"`
 	LastError      string
 	LastOutcome    string     `gorm:"size:16"`
-	BreakerState   string     `gorm:"size:16"` // BreakerClosed, BreakerOpen or BreakerHalfOpen; "" = closed
+	BreakerState   string     `gorm:"size:16"` // the breaker package's state names ("closed", "open", "half-open"); "" = closed
 	BreakerUntil   *time.Time `gorm:"type:bigint"`
 	ErrorReason    string     // non-empty = the source is in the error state
 	Paused         bool
