@@ -32,23 +32,6 @@ const (
 	tableBlocks = "history_blocks"
 )
 
-const tailDDL = `CREATE TABLE IF NOT EXISTS ` + tableTail + ` (
-	skey INTEGER NOT NULL,
-	source TEXT NOT NULL,
-	data BLOB NOT NULL,
-	last_seq INTEGER NOT NULL DEFAULT 0,
-	keep_from INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (skey, source)
-) WITHOUT ROWID`
-
-const blocksDDL = `CREATE TABLE IF NOT EXISTS ` + tableBlocks + ` (
-	skey INTEGER NOT NULL,
-	source TEXT NOT NULL,
-	last_seq INTEGER NOT NULL,
-	data BLOB NOT NULL,
-	PRIMARY KEY (skey, source, last_seq)
-) WITHOUT ROWID`
-
 // blockSize is how many records of a source its tail gathers before they
 // move to a block: a quarter of keep (so the store holds at most about
 // keep + keep/4 records of a source), between 1 and 64, and 32 when
