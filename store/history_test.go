@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -74,6 +75,13 @@ func FuzzDecodeBlob(f *testing.F) {
 	f.Add(appendRecord(nil, &r, 7))
 	f.Add([]byte{})
 	f.Add([]byte{0x02, 0x80})
+	for _, golden := range []string{goldenV1, goldenLegacy} {
+		b, err := hex.DecodeString(golden)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := decodeBlob("s", b)
 		if err != nil {
