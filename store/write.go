@@ -35,6 +35,13 @@ const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throt
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
 	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at"
 
+// tailColumns and blockColumns list the columns of a tail and of a block in
+// the order SaveBatch binds and copies them.
+const (
+	tailColumns  = "skey, source, data, last_seq, keep_from"
+	blockColumns = "skey, source, last_seq, data"
+)
+
 // bindFunc writes the i-th (from 1) bind variable of a statement in the
 // syntax of the database: "?" for SQLite, "$i" for PostgreSQL.
 type bindFunc func(i int) string
@@ -86,7 +93,7 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 		if w.states[k], err = prep(insertSQL(tableStates, "skey, "+stateColumns, 1<<k, bind) + upsert); err != nil {
 			return w, err
 		}
-		if w.tails[k], err = prep(insertSQL(tableTail, "skey, source, data, last_seq, keep_from", 1<<k, bind) + tailUpsert); err != nil {
+		if w.tails[k], err = prep(insertSQL(tableTail, tailColumns, 1<<k, bind) + tailUpsert); err != nil {
 			return w, err
 		}
 	}
@@ -94,7 +101,7 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 	if w.lastSeq, err = prep("SELECT last_seq FROM " + tableTail + where); err != nil {
 		return w, err
 	}
-	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (skey, source, last_seq, data) SELECT skey, source, last_seq, data FROM " +
+	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (" + blockColumns + ") SELECT " + blockColumns + " FROM " +
 		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = CAST(" +
 		tableBlocks + ".data || excluded.data AS BLOB)"); err != nil {
 		return w, err
@@ -180,7 +187,7 @@ func checkColumns(db *gorm.DB) error {
 	for _, c := range []struct {
 		model   any
 		columns string
-	}{{&stateModel{}, "skey, " + stateColumns}} {
+	}{{&stateModel{}, "skey, " + stateColumns}, {&tailModel{}, tailColumns}, {&blockModel{}, blockColumns}} {
 		stmt := &gorm.Statement{DB: db}
 		if err := stmt.Parse(c.model); err != nil {
 			return fmt.Errorf("parse schema: %w", err)
