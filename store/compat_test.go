@@ -145,8 +145,8 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 }
 
 // TestSQLiteSchemaAsSchema3: the tables gorm creates for a new store have
-// the columns, keys, NOT NULLs, type affinities and clustering (WITHOUT
-// ROWID) of those round 1 created by hand.
+// the columns, keys, NOT NULLs, type affinities, defaults and clustering
+// (WITHOUT ROWID) of those round 1 created by hand.
 func TestSQLiteSchemaAsSchema3(t *testing.T) {
 	old, err := sql.Open("sqlite3", loadSchema3(t))
 	if err != nil {
@@ -165,8 +165,8 @@ func TestSQLiteSchemaAsSchema3(t *testing.T) {
 		o, c := tableShape(t, old, table), tableShape(t, cur, table)
 		// The one difference: gorm declares a bool numeric, round 1 declared
 		// paused INTEGER; both affinities store 0 and 1 as integers.
-		if i := slices.Index(c, "paused NUMERIC not null pk0"); i >= 0 && table == "source_states" {
-			c[i] = "paused INTEGER not null pk0"
+		if i := slices.Index(c, "paused NUMERIC not null pk0 default 0"); i >= 0 && table == "source_states" {
+			c[i] = "paused INTEGER not null pk0 default 0"
 		}
 		if !reflect.DeepEqual(o, c) {
 			t.Errorf("%s:\n new store %v\n round 1   %v", table, c, o)
@@ -178,24 +178,27 @@ func TestSQLiteSchemaAsSchema3(t *testing.T) {
 	}
 }
 
-// tableShape lists a table's columns as name, affinity, NOT NULL and
-// position in the primary key.
+// tableShape lists a table's columns as name, affinity, NOT NULL, position
+// in the primary key and default.
 func tableShape(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
-	rows, err := db.Query("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", table)
+	rows, err := db.Query("SELECT name, type, \"notnull\", pk, COALESCE(dflt_value, '') FROM pragma_table_info(?)", table)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var name, typ string
+		var name, typ, dflt string
 		var notNull, pk int
-		if err := rows.Scan(&name, &typ, &notNull, &pk); err != nil {
+		if err := rows.Scan(&name, &typ, &notNull, &pk, &dflt); err != nil {
 			t.Fatal(err)
 		}
+		// The same defaults, written differently: ('') for '' (models.go
+		// says why), false for 0.
+		dflt = strings.NewReplacer("('')", "''", "false", "0").Replace(dflt)
 		out = append(out, strings.Join([]string{name, affinity(typ), map[int]string{0: "null", 1: "not null"}[notNull],
-			"pk" + string(rune('0'+pk))}, " "))
+			"pk" + string(rune('0'+pk)), "default " + dflt}, " "))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -17,33 +17,34 @@ import (
 //
 // Times of states and records are integers, microseconds since the Unix
 // epoch (read.go says why), so that the models hold int64 where
-// SourceState holds time.Time; stateModel.state converts. Columns have no
-// defaults: every insert writes all of them (the first schema-3 stores
-// were created with defaults, which nothing relies on).
+// SourceState holds time.Time; stateModel.state converts. Columns have the
+// defaults of the first schema-3 stores; a string's is written ('') as
+// gorm's SQLite dialect would quote '' as "", which SQLite reads as a
+// string only while it accepts double-quoted strings.
 
 // stateModel is a row of source_states: a SourceState and its row key,
 // skey(Name), first in the primary key.
 type stateModel struct {
 	SKey                 int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
 	Name                 string `gorm:"primaryKey;not null"`
-	Fingerprint          string `gorm:"not null"`
-	ConsecutiveFailures  int64  `gorm:"not null"`
-	ConsecutiveThrottles int64  `gorm:"not null"`
+	Fingerprint          string `gorm:"not null;default:('')"`
+	ConsecutiveFailures  int64  `gorm:"not null;default:0"`
+	ConsecutiveThrottles int64  `gorm:"not null;default:0"`
 	NextRunAt            *int64
 	LastRunAt            *int64
 	LastSuccessAt        *int64
-	LastError            string `gorm:"not null"`
-	LastOutcome          string `gorm:"not null"`
-	BreakerState         string `gorm:"not null"`
+	LastError            string `gorm:"not null;default:('')"`
+	LastOutcome          string `gorm:"not null;default:('')"`
+	BreakerState         string `gorm:"not null;default:('')"`
 	BreakerUntil         *int64
-	ErrorReason          string `gorm:"not null"`
-	Paused               bool   `gorm:"not null"`
-	PausedReason         string `gorm:"not null"`
-	PollsTotal           int64  `gorm:"not null"`
-	FailuresTotal        int64  `gorm:"not null"`
-	ThrottledTotal       int64  `gorm:"not null"`
-	HistorySeq           int64  `gorm:"not null"`
-	UpdatedAt            int64  `gorm:"not null;autoUpdateTime:false"`
+	ErrorReason          string `gorm:"not null;default:('')"`
+	Paused               bool   `gorm:"not null;default:false"`
+	PausedReason         string `gorm:"not null;default:('')"`
+	PollsTotal           int64  `gorm:"not null;default:0"`
+	FailuresTotal        int64  `gorm:"not null;default:0"`
+	ThrottledTotal       int64  `gorm:"not null;default:0"`
+	HistorySeq           int64  `gorm:"not null;default:0"`
+	UpdatedAt            int64  `gorm:"not null;default:0;autoUpdateTime:false"`
 }
 
 // TableName pins the table of stateModel.
@@ -75,8 +76,8 @@ type tailModel struct {
 	SKey     int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
 	Source   string `gorm:"primaryKey;not null"`
 	Data     []byte `gorm:"not null"`
-	LastSeq  int64  `gorm:"not null"`
-	KeepFrom int64  `gorm:"not null"`
+	LastSeq  int64  `gorm:"not null;default:0"`
+	KeepFrom int64  `gorm:"not null;default:0"`
 }
 
 // TableName pins the table of tailModel.
