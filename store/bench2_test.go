@@ -41,7 +41,7 @@ func healthyState(name string, n int, at time.Time) store.SourceState {
 	next := at.Add(time.Minute)
 	return store.SourceState{Name: name, Fingerprint: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 		NextRunAt: &next, LastRunAt: &at, LastSuccessAt: &at, LastOutcome: store.OutcomeSuccess,
-		BreakerState: store.BreakerClosed, PollsTotal: int64(n), UpdatedAt: at}
+		BreakerState: "closed", PollsTotal: int64(n), UpdatedAt: at}
 }
 
 func healthyRecord(name string, at time.Time) store.PollRecord {

@@ -91,3 +91,34 @@ func BenchmarkSaveSingle(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/state")
 }
+
+// BenchmarkReadOne measures the reads of one source that the admin API,
+// the CLI and a reload make (GetState, History of 100 records), through
+// gorm: they are not on the path of every poll, so they stay in gorm
+// unless this shows they matter.
+//
+//	go test ./store -run '^$' -bench BenchmarkReadOne
+func BenchmarkReadOne(b *testing.B) {
+	const n = 1000
+	s := benchStore(b)
+	states := benchStates(n)
+	fillHistory(b, s, states)
+	b.Run("GetState", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, ok, err := s.GetState(b.Context(), states[i%n].Name); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			i++
+		}
+	})
+	b.Run("History100", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if h, err := s.History(b.Context(), states[i%n].Name, benchKeep); err != nil || len(h) != benchKeep {
+				b.Fatal(len(h), err)
+			}
+			i++
+		}
+	})
+}

@@ -12,3 +12,34 @@ func GormDB(s *Store) *gorm.DB { return s.db }
 func OpenReadOnly(path string, opts Options) (*Store, error) {
 	return openSQLite(path, opts, true)
 }
+
+// BlockSize is blockSize, for the suite.
+func BlockSize(keep int) int64 { return blockSize(keep) }
+
+// StoredRecords counts the records of source in its tail and blocks,
+// trimmed or not, and its blocks, through the models (any backend).
+func StoredRecords(s *Store, source string) (records, blocks int, err error) {
+	var tails []tailModel
+	var blks []blockModel
+	if err := s.db.Where("skey = ? AND source = ?", skey(source), source).Find(&tails).Error; err != nil {
+		return 0, 0, err
+	}
+	if err := s.db.Where("skey = ? AND source = ?", skey(source), source).Find(&blks).Error; err != nil {
+		return 0, 0, err
+	}
+	blobs := make([][]byte, 0, len(tails)+len(blks))
+	for _, t := range tails {
+		blobs = append(blobs, t.Data)
+	}
+	for _, b := range blks {
+		blobs = append(blobs, b.Data)
+	}
+	for _, b := range blobs {
+		recs, err := decodeBlob(source, b)
+		if err != nil {
+			return 0, 0, err
+		}
+		records += len(recs)
+	}
+	return records, len(blks), nil
+}

@@ -32,23 +32,6 @@ const (
 	tableBlocks = "history_blocks"
 )
 
-const tailDDL = `CREATE TABLE IF NOT EXISTS ` + tableTail + ` (
-	skey INTEGER NOT NULL,
-	source TEXT NOT NULL,
-	data BLOB NOT NULL,
-	last_seq INTEGER NOT NULL DEFAULT 0,
-	keep_from INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (skey, source)
-) WITHOUT ROWID`
-
-const blocksDDL = `CREATE TABLE IF NOT EXISTS ` + tableBlocks + ` (
-	skey INTEGER NOT NULL,
-	source TEXT NOT NULL,
-	last_seq INTEGER NOT NULL,
-	data BLOB NOT NULL,
-	PRIMARY KEY (skey, source, last_seq)
-) WITHOUT ROWID`
-
 // blockSize is how many records of a source its tail gathers before they
 // move to a block: a quarter of keep (so the store holds at most about
 // keep + keep/4 records of a source), between 1 and 64, and 32 when
@@ -96,10 +79,20 @@ const (
 	flagExit
 )
 
-// appendRecord appends r, packed, to b: Seq, start (µs), duration, outcome,
-// error, status and exit codes when present, bytes. The source is not
-// stored: it is the row's.
+// recordV1 is the version byte that starts every record appended today.
+// Blobs are concatenated by SQL (a tail grows by each commit's records, a
+// block is a tail moved), so a version byte at the start of a blob would
+// end up in the middle: each record carries its own, and a blob may mix
+// versions. The first round of schema-3 stores wrote records without one;
+// their first byte is that of a zigzag varint of Seq >= 1, which is even,
+// so a version byte is odd: 1 now, 3, 5, ... for the formats to come.
+const recordV1 = 0x01
+
+// appendRecord appends r, packed, to b: the version byte, then Seq, start
+// (µs), duration, outcome, error, status and exit codes when present,
+// bytes. The source is not stored: it is the row's.
 func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
+	b = append(b, recordV1)
 	b = binary.AppendVarint(b, seq)
 	b = binary.AppendVarint(b, micros(r.StartedAt))
 	b = binary.AppendVarint(b, r.DurationMs)
@@ -185,6 +178,15 @@ func (d *recordReader) next(source string) (r PollRecord, ok bool) {
 		return r, false
 	}
 	r.Source = source
+	// A record without a version byte (an even first byte) is of the
+	// unversioned format, which version 1 kept field for field.
+	if v := d.b[0]; v&1 == 1 {
+		d.b = d.b[1:]
+		if v != recordV1 {
+			d.err = fmt.Errorf("%w: unknown record format %#02x", errCorrupt, v)
+			return r, false
+		}
+	}
 	r.Seq = d.varint()
 	r.StartedAt = fromMicros(d.varint())
 	r.DurationMs = d.varint()

@@ -2,39 +2,15 @@ package store
 
 import "hash/fnv"
 
-// The tables of states and history (history.go) are created by hand rather than by
-// gorm: their primary key starts with a column that is in no struct, the
-// hash of the source's name (NameHash), and SQLite keeps them clustered on
-// that key (WITHOUT ROWID). Sources whose names hash close together are then
+// The primary key of the tables of states and history (models.go) starts
+// with the hash of the source's name (NameHash, as skey), and SQLite keeps
+// them clustered on that key (WITHOUT ROWID, the table option the SQLite
+// backend creates them with). Sources whose names hash close together are then
 // stored together, and the scheduler phases "@every" sources by the same
 // hash, so the sources polled in one 50 ms window, whose states and records
 // one commit writes, are neighbours in the tables: the commit dirties a
 // few pages instead of one or two per source. (100,000 sources polled once
 // a minute: 0.37x the CPU of the same rows scattered; see BENCHMARKS.md.)
-
-const stateDDL = `CREATE TABLE IF NOT EXISTS ` + tableStates + ` (
-	skey INTEGER NOT NULL,
-	name TEXT NOT NULL,
-	fingerprint TEXT NOT NULL DEFAULT '',
-	consecutive_failures INTEGER NOT NULL DEFAULT 0,
-	consecutive_throttles INTEGER NOT NULL DEFAULT 0,
-	next_run_at INTEGER,
-	last_run_at INTEGER,
-	last_success_at INTEGER,
-	last_error TEXT NOT NULL DEFAULT '',
-	last_outcome TEXT NOT NULL DEFAULT '',
-	breaker_state TEXT NOT NULL DEFAULT '',
-	breaker_until INTEGER,
-	error_reason TEXT NOT NULL DEFAULT '',
-	paused INTEGER NOT NULL DEFAULT 0,
-	paused_reason TEXT NOT NULL DEFAULT '',
-	polls_total INTEGER NOT NULL DEFAULT 0,
-	failures_total INTEGER NOT NULL DEFAULT 0,
-	throttled_total INTEGER NOT NULL DEFAULT 0,
-	history_seq INTEGER NOT NULL DEFAULT 0,
-	updated_at INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (skey, name)
-) WITHOUT ROWID`
 
 // NameHash is a 64-bit hash of a source's name: FNV-1a, then the MurmurHash3
 // finaliser, without which the high bits of FNV differ little between names

@@ -45,7 +45,7 @@ func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
 	sqlDB.SetConnMaxLifetime(0)
 	sqlDB.SetConnMaxIdleTime(0)
 
-	s := &Store{db: db, sql: sqlDB, busy: busy, bind: sqliteBind}
+	s := &Store{db: db, sql: sqlDB, busy: busy, bind: sqliteBind, clustered: "WITHOUT ROWID"}
 	fail := func(err error) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), s.sql.Close())
 	}

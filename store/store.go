@@ -43,9 +43,6 @@ const (
 // exist. Test with errors.Is.
 var ErrNotFound = errors.New("not found")
 
-// TableName pins the table of SourceState.
-func (SourceState) TableName() string { return tableStates }
-
 // TableName pins the table of Command.
 func (Command) TableName() string { return tableCommands }
 
@@ -59,12 +56,6 @@ type metaRow struct {
 
 // TableName pins the table of metaRow.
 func (metaRow) TableName() string { return tableMeta }
-
-// models is every table the store owns, in creation order: a model, or
-// the name of a table created by hand.
-func models() []any {
-	return []any{&SourceState{}, tableTail, tableBlocks, &Command{}, &metaRow{}}
-}
 
 // Options tune Open. The zero value is ready to use.
 type Options struct {
@@ -86,6 +77,9 @@ type Store struct {
 	w *writer
 	// bind writes bind variables in the database's syntax.
 	bind bindFunc
+	// clustered is the table option that keeps a table's rows in the
+	// order of its primary key ("WITHOUT ROWID" on SQLite).
+	clustered string
 	// busy is the connection's busy timeout (SQLite).
 	busy time.Duration
 }
@@ -158,10 +152,11 @@ func (s *Store) setup() error {
 	return nil
 }
 
-// migrate creates or updates the schema. When a table is missing (a new
-// store) it runs in one write transaction, so that two processes opening a
-// new store at once do not both try to create it; an existing schema is only
-// inspected, which also works on a read-only database.
+// migrate checks the schema version, then creates the tables that are
+// missing (a new store). Creating runs in one write transaction, so that
+// two processes opening a new store at once do not both create it; an
+// existing schema is only inspected, which also works on a read-only
+// database.
 func (s *Store) migrate() error {
 	m := s.db.Migrator()
 	if m.HasTable(&metaRow{}) {
@@ -177,32 +172,18 @@ func (s *Store) migrate() error {
 	}
 	missing := false
 	for _, t := range models() {
-		if !m.HasTable(t) {
-			missing = true
-			break
-		}
+		missing = missing || !m.HasTable(t.value)
 	}
 	if !missing {
-		return autoMigrate(s.db)
+		return checkTables(s.db)
 	}
 	return s.db.Transaction(func(tx *gorm.DB) error {
-		if err := autoMigrate(tx); err != nil {
+		if err := createTables(tx, s.clustered); err != nil {
 			return err
 		}
 		row := metaRow{Key: metaSchemaVersion, Value: schemaVersion, UpdatedAt: now()}
 		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error
 	})
-}
-
-// autoMigrate creates the tables: states and history by hand (see
-// schema.go and history.go), the CLI's command queue and the meta table through gorm.
-func autoMigrate(db *gorm.DB) error {
-	for _, ddl := range []string{stateDDL, tailDDL, blocksDDL} {
-		if err := db.Exec(ddl).Error; err != nil {
-			return err
-		}
-	}
-	return db.AutoMigrate(&Command{}, &metaRow{})
 }
 
 // Close closes the database. Committed data is durable whether or not Close

@@ -14,13 +14,34 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// backend is what runStoreSuite needs of a database: open returns a new,
-// empty store and closes it when the test ends; failRecordsOf makes every
-// insert of a record of source fail from now on (a trigger, in the
-// backend's own SQL), so that tests can break a batch half-way through.
+// backend is what runStoreSuite needs of a database, in the manner of
+// river's riverdrivertest: every test that holds for any backend runs
+// through it, each on a database of its own; what only one backend has
+// (SQLite's pragmas, WAL, read-only files) is tested apart.
 type backend struct {
-	open          func(t *testing.T) *store.Store
+	// newDSN returns the DSN of a new, empty database (nothing is created
+	// until a store opens it).
+	newDSN func(t *testing.T) string
+	// shown is how the store's errors name the database of dsn (never with
+	// a password).
+	shown func(dsn string) string
+	// failRecordsOf makes every insert of a record of source fail from now
+	// on (a trigger, in the backend's own SQL), so that tests can break a
+	// batch half-way through.
 	failRecordsOf func(t *testing.T, s *store.Store, source string)
+	// checkStored, if not nil, checks what only this backend can see of
+	// the stored history (SQLite: every packed history is a BLOB).
+	checkStored func(t *testing.T, s *store.Store)
+	// afterCrash, if not nil, checks what a writer killed right after its
+	// commit left behind, before the database is opened again (SQLite: the
+	// commit is in the WAL).
+	afterCrash func(t *testing.T, dsn string)
+}
+
+// open opens a store on a new database, closed when the test ends.
+func (b backend) open(t *testing.T) *store.Store {
+	t.Helper()
+	return openAt(t, b.newDSN(t), store.Options{})
 }
 
 // runStoreSuite checks the behaviour every backend must have.
@@ -38,10 +59,16 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("HistoryBlocks", func(t *testing.T) { testHistoryBlocks(t, open(t)) })
 	t.Run("HistoryOrderAndLimit", func(t *testing.T) { testHistoryOrder(t, open(t)) })
 	t.Run("HistoryGivenSeq", func(t *testing.T) { testHistoryGivenSeq(t, open(t)) })
+	t.Run("HistoryStoredBound", func(t *testing.T) { testHistoryStoredBound(t, open(t)) })
+	t.Run("HistoryReplacedSeqs", func(t *testing.T) { testHistoryReplacedSeqs(t, open(t), b.checkStored) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("Writable", func(t *testing.T) { testWritable(t, open(t)) })
+	t.Run("ReopenKeepsData", func(t *testing.T) { testReopenKeepsData(t, b.newDSN(t)) })
+	t.Run("TwoStoresOneDatabase", func(t *testing.T) { testTwoStores(t, b.newDSN(t)) })
+	t.Run("CrashedWriter", func(t *testing.T) { testCrashedWriter(t, b.newDSN(t), b.afterCrash) })
+	t.Run("SchemaVersionRefused", func(t *testing.T) { testSchemaVersionRefused(t, b.newDSN(t), b.shown) })
 }
 
 // base is deliberately not in UTC and carries nanoseconds, to check that the
@@ -75,7 +102,7 @@ func fullState(name string) store.SourceState {
 		LastSuccessAt:        ptr(b.Add(-time.Hour)),
 		LastError:            "GET https://example.com/status: 502 Bad Gateway",
 		LastOutcome:          store.OutcomeFailure,
-		BreakerState:         store.BreakerOpen,
+		BreakerState:         "open",
 		BreakerUntil:         ptr(b.Add(30 * time.Second)),
 		ErrorReason:          "10 consecutive failures; last: boom",
 		Paused:               true,
@@ -172,7 +199,7 @@ func testUpsertOverwrites(t *testing.T, s *store.Store) {
 		Name:         "a",
 		NextRunAt:    ptr(base().Add(time.Hour)),
 		LastOutcome:  store.OutcomeSuccess,
-		BreakerState: store.BreakerClosed,
+		BreakerState: "closed",
 		PollsTotal:   121,
 	}
 	before := time.Now()

@@ -14,30 +14,23 @@ const (
 	OutcomeInterrupted = "interrupted"
 )
 
-// Breaker states as persisted.
-const (
-	BreakerClosed   = "closed"
-	BreakerOpen     = "open"
-	BreakerHalfOpen = "half-open"
-)
-
 // SourceState is the durable state of one source (rule 3.8). The zero value
 // (apart from Name) is a source that was never polled.
 type SourceState struct {
-	Name        string `gorm:"primaryKey;size:255"`
-	Fingerprint string `gorm:"size:64"`
+	Name        string
+	Fingerprint string
 
 	ConsecutiveFailures  int
 	ConsecutiveThrottles int
 	// NextRunAt is when the source may next be polled; nil in error and paused.
-	NextRunAt      *time.Time `gorm:"type:bigint"`
-	LastRunAt      *time.Time `gorm:"type:bigint"`
-	LastSuccessAt  *time.Time `gorm:"type:bigint"`
+	NextRunAt      *time.Time
+	LastRunAt      *time.Time
+	LastSuccessAt  *time.Time
 	LastError      string
-	LastOutcome    string     `gorm:"size:16"`
-	BreakerState   string     `gorm:"size:16"` // BreakerClosed, BreakerOpen or BreakerHalfOpen; "" = closed
-	BreakerUntil   *time.Time `gorm:"type:bigint"`
-	ErrorReason    string     // non-empty = the source is in the error state
+	LastOutcome    string
+	BreakerState   string // the breaker package's state names ("closed", "open", "half-open"); "" = closed
+	BreakerUntil   *time.Time
+	ErrorReason    string // non-empty = the source is in the error state
 	Paused         bool
 	PausedReason   string
 	PollsTotal     int64
@@ -47,7 +40,7 @@ type SourceState struct {
 	// numbers records itself (HistorySeq+1, then stores both in one batch),
 	// so that saving a record needs no read of the records table.
 	HistorySeq int64
-	UpdatedAt  time.Time `gorm:"type:bigint"`
+	UpdatedAt  time.Time
 }
 
 // PollRecord is one entry of a source's poll history.

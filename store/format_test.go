@@ -1,0 +1,145 @@
+package store
+
+import (
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The tests of this file pin what is on disk, so that a change to the
+// codec, the outcome codes or NameHash fails here instead of making the
+// stores already written unreadable (or their rows unreachable).
+
+// goldenRecords are the records whose packed form the golden blobs hold,
+// numbered 1 to 5: every known outcome, an unknown one, both codes.
+func goldenRecords() []PollRecord {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
+	return []PollRecord{
+		{StartedAt: at, DurationMs: 12, Outcome: OutcomeSuccess, StatusCode: intPtr(200), Bytes: 3},
+		{StartedAt: at.Add(time.Minute), DurationMs: 30000, Outcome: OutcomeFailure, Error: "502 Bad Gateway",
+			StatusCode: intPtr(502), Bytes: 10},
+		{StartedAt: at.Add(2 * time.Minute), DurationMs: 1, Outcome: OutcomeThrottled, Error: "429", StatusCode: intPtr(429)},
+		{StartedAt: at.Add(3 * time.Minute), DurationMs: 5, Outcome: OutcomeInterrupted, ExitCode: intPtr(-1)},
+		{StartedAt: at.Add(4 * time.Minute), Outcome: "new", ExitCode: intPtr(0), StatusCode: intPtr(0), Bytes: 64},
+	}
+}
+
+// goldenV1 is goldenRecords packed by appendRecord: each record is the
+// version byte 01, then its fields in order.
+const goldenV1 = "010280c9ade3a4dfb00618010001900306010480e5c99ca5dfb006e0d403020f35303220426164204761746577617901" +
+	"ec071401068081e6d5a5dfb00602030334323901da06000108809d828fa6dfb0060a0400020100010a80b99ec8a6dfb0060000036e6577000300008001"
+
+// goldenLegacy is goldenRecords as the first schema-3 stores packed them
+// (written by pacer before the version byte, commit f106e55): no version
+// byte, the fields as in version 1.
+const goldenLegacy = "0280c9ade3a4dfb006180100019003060480e5c99ca5dfb006e0d403020f35303220426164204761746577617901" +
+	"ec0714068081e6d5a5dfb00602030334323901da060008809d828fa6dfb0060a04000201000a80b99ec8a6dfb0060000036e6577000300008001"
+
+func wantGolden(source string) []PollRecord {
+	recs := goldenRecords()
+	for i := range recs {
+		recs[i].Source, recs[i].Seq = source, int64(i+1)
+	}
+	return recs
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRecordFormatGolden: appendRecord writes exactly the golden bytes,
+// and they decode to the records.
+func TestRecordFormatGolden(t *testing.T) {
+	recs := goldenRecords()
+	var blob []byte
+	for i := range recs {
+		blob = appendRecord(blob, &recs[i], int64(i+1))
+	}
+	if got := hex.EncodeToString(blob); got != goldenV1 {
+		t.Errorf("packed records:\n got  %s\n want %s", got, goldenV1)
+	}
+	got, err := decodeBlob("a", mustHex(t, goldenV1))
+	if err != nil || !reflect.DeepEqual(got, wantGolden("a")) {
+		t.Errorf("golden blob decodes to %+v, %v; want %+v", got, err, wantGolden("a"))
+	}
+}
+
+// TestLegacyBlobDecodes: blobs of the first schema-3 stores (no version
+// byte) still decode, alone and followed by records of version 1, as a
+// tail of such a store is after the upgrade.
+func TestLegacyBlobDecodes(t *testing.T) {
+	legacy := mustHex(t, goldenLegacy)
+	got, err := decodeBlob("a", legacy)
+	if err != nil || !reflect.DeepEqual(got, wantGolden("a")) {
+		t.Fatalf("legacy blob decodes to %+v, %v; want %+v", got, err, wantGolden("a"))
+	}
+	r := goldenRecords()[1]
+	mixed := appendRecord(legacy, &r, 6)
+	got, err = decodeBlob("a", mixed)
+	want := append(wantGolden("a"), r)
+	want[5].Source, want[5].Seq = "a", 6
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("legacy + version 1 decodes to %+v, %v; want %+v", got, err, want)
+	}
+	// An odd first byte other than 01 is a format this pacer does not know.
+	_, err = decodeBlob("a", append([]byte{0x03}, mustHex(t, goldenV1)[1:]...))
+	if !errors.Is(err, errCorrupt) {
+		t.Errorf("record of version 03: err %v, want errCorrupt", err)
+	}
+}
+
+// TestOutcomeCodes pins the code of each outcome in the packed history.
+func TestOutcomeCodes(t *testing.T) {
+	for _, c := range []struct {
+		outcome string
+		code    byte
+	}{
+		{OutcomeSuccess, 1}, {OutcomeFailure, 2}, {OutcomeThrottled, 3}, {OutcomeInterrupted, 4},
+		{"", 0}, {"skipped", 0},
+	} {
+		if got := outcomeCode(c.outcome); got != c.code {
+			t.Errorf("outcomeCode(%q) = %d, want %d", c.outcome, got, c.code)
+		}
+		if c.code == 0 {
+			continue
+		}
+		if got, ok := outcomeOf(c.code); !ok || got != c.outcome {
+			t.Errorf("outcomeOf(%d) = %q, %v; want %q", c.code, got, ok, c.outcome)
+		}
+	}
+	for _, code := range []byte{0, 5, 255} {
+		if o, ok := outcomeOf(code); ok {
+			t.Errorf("outcomeOf(%d) = %q, ok; want none", code, o)
+		}
+	}
+}
+
+// TestNameHashGolden pins NameHash and the row key derived from it: the
+// rows of every stored source are found by them.
+func TestNameHashGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hash uint64
+		key  int64
+	}{
+		{"", 0xefd01f60ba992926, 0x6fd01f60ba992926},
+		{"api-1", 0x25a2748fe1d64288, -0x5a5d8b701e29bd78},
+		{"api-2", 0x0b8bd922c2c0b582, -0x747426dd3d3f4a7e},
+		{"src-000000", 0x71d15b93304599ae, -0x0e2ea46ccfba6652},
+		{"é", 0x9d55ccb9ba86763b, 0x1d55ccb9ba86763b},
+	} {
+		if got := NameHash(c.name); got != c.hash {
+			t.Errorf("NameHash(%q) = %#016x, want %#016x", c.name, got, c.hash)
+		}
+		if got := skey(c.name); got != c.key {
+			t.Errorf("skey(%q) = %d, want %d", c.name, got, c.key)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The models below are the store's tables, created through gorm's
+// Migrator with the types each dialect gives a Go type (integer or
+// bigint, text, blob or bytea): nothing in them is specific to SQLite.
+// What is, the clustering of three tables by row key (WITHOUT ROWID, see
+// schema.go), is a table option that the SQLite backend passes when it
+// creates them (Store.clustered).
+//
+// Times of states and records are integers, microseconds since the Unix
+// epoch (read.go says why), so that the models hold int64 where
+// SourceState holds time.Time; stateModel.state converts. Columns have the
+// defaults of the first schema-3 stores; a string's is written ('') as
+// gorm's SQLite dialect would quote '' as "", which SQLite reads as a
+// string only while it accepts double-quoted strings.
+
+// stateModel is a row of source_states: a SourceState and its row key,
+// skey(Name), first in the primary key.
+type stateModel struct {
+	SKey                 int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
+	Name                 string `gorm:"primaryKey;not null"`
+	Fingerprint          string `gorm:"not null;default:('')"`
+	ConsecutiveFailures  int64  `gorm:"not null;default:0"`
+	ConsecutiveThrottles int64  `gorm:"not null;default:0"`
+	NextRunAt            *int64
+	LastRunAt            *int64
+	LastSuccessAt        *int64
+	LastError            string `gorm:"not null;default:('')"`
+	LastOutcome          string `gorm:"not null;default:('')"`
+	BreakerState         string `gorm:"not null;default:('')"`
+	BreakerUntil         *int64
+	ErrorReason          string `gorm:"not null;default:('')"`
+	Paused               bool   `gorm:"not null;default:false"`
+	PausedReason         string `gorm:"not null;default:('')"`
+	PollsTotal           int64  `gorm:"not null;default:0"`
+	FailuresTotal        int64  `gorm:"not null;default:0"`
+	ThrottledTotal       int64  `gorm:"not null;default:0"`
+	HistorySeq           int64  `gorm:"not null;default:0"`
+	UpdatedAt            int64  `gorm:"not null;default:0;autoUpdateTime:false"`
+}
+
+// TableName pins the table of stateModel.
+func (stateModel) TableName() string { return tableStates }
+
+// state is the SourceState of a row, its times in UTC.
+func (m *stateModel) state() SourceState {
+	t := func(us *int64) *time.Time {
+		if us == nil {
+			return nil
+		}
+		v := fromMicros(*us)
+		return &v
+	}
+	return SourceState{
+		Name: m.Name, Fingerprint: m.Fingerprint,
+		ConsecutiveFailures: int(m.ConsecutiveFailures), ConsecutiveThrottles: int(m.ConsecutiveThrottles),
+		NextRunAt: t(m.NextRunAt), LastRunAt: t(m.LastRunAt), LastSuccessAt: t(m.LastSuccessAt),
+		LastError: m.LastError, LastOutcome: m.LastOutcome, BreakerState: m.BreakerState,
+		BreakerUntil: t(m.BreakerUntil), ErrorReason: m.ErrorReason, Paused: m.Paused, PausedReason: m.PausedReason,
+		PollsTotal: m.PollsTotal, FailuresTotal: m.FailuresTotal, ThrottledTotal: m.ThrottledTotal,
+		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt),
+	}
+}
+
+// tailModel is a row of history_tail: a source's newest records, packed
+// (history.go), the Seq of its newest record and of the oldest to keep.
+type tailModel struct {
+	SKey     int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
+	Source   string `gorm:"primaryKey;not null"`
+	Data     []byte `gorm:"not null"`
+	LastSeq  int64  `gorm:"not null;default:0"`
+	KeepFrom int64  `gorm:"not null;default:0"`
+}
+
+// TableName pins the table of tailModel.
+func (tailModel) TableName() string { return tableTail }
+
+// blockModel is a row of history_blocks: older records of a source,
+// packed, keyed by the Seq of the newest of them.
+type blockModel struct {
+	SKey    int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
+	Source  string `gorm:"primaryKey;not null"`
+	LastSeq int64  `gorm:"primaryKey;autoIncrement:false;not null"`
+	Data    []byte `gorm:"not null"`
+}
+
+// TableName pins the table of blockModel.
+func (blockModel) TableName() string { return tableBlocks }
+
+// model is a table of the store: its model, and whether its rows are
+// clustered by their primary key (the backend's table option).
+type model struct {
+	value     any
+	clustered bool
+}
+
+// models is every table the store owns, in creation order.
+func models() []model {
+	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&Command{}, false}, {&metaRow{}, false}}
+}
+
+// createTables creates, within tx, the tables of models that do not exist.
+// clustered is the table option of the clustered tables ("" for none).
+func createTables(tx *gorm.DB, clustered string) error {
+	for _, m := range models() {
+		if tx.Migrator().HasTable(m.value) {
+			continue
+		}
+		db := tx
+		if m.clustered && clustered != "" {
+			db = tx.Set("gorm:table_options", " "+clustered)
+		}
+		if err := db.Migrator().CreateTable(m.value); err != nil {
+			return fmt.Errorf("create table of %T: %w", m.value, err)
+		}
+	}
+	return nil
+}
+
+// checkTables reports the first table that lacks a column of its model.
+// Tables are not altered: within one schema version the columns are those
+// of the models, and a store of the version that does not have them was
+// not written by pacer (or a model changed without a new version).
+func checkTables(db *gorm.DB) error {
+	for _, m := range models() {
+		stmt := &gorm.Statement{DB: db}
+		if err := stmt.Parse(m.value); err != nil {
+			return fmt.Errorf("parse schema: %w", err)
+		}
+		cols, err := db.Migrator().ColumnTypes(m.value)
+		if err != nil {
+			return fmt.Errorf("columns of %s: %w", stmt.Schema.Table, err)
+		}
+		have := make([]string, 0, len(cols))
+		for _, c := range cols {
+			have = append(have, c.Name())
+		}
+		for _, name := range stmt.Schema.DBNames {
+			if !slices.Contains(have, name) {
+				return fmt.Errorf("table %s has no column %s (it has %v)", stmt.Schema.Table, name, have)
+			}
+		}
+	}
+	return nil
+}
