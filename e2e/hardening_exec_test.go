@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Issue 10 item 13 (daemon part): the daemon is a child subreaper, so an
+// exec poll leaves nothing running, whatever its outcome: a background
+// child (`sleep 301 &`), a grandchild in its own session (`setsid sleep
+// 302 &`) of a poll that succeeds, and one of a poll killed at its timeout
+// (`setsid sleep 303 &`, which also must not hold the poll's slot past the
+// timeout). After SIGTERM nothing marked is left.
+func TestExecPollsLeaveNothingRunning(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	mark := newProcMark(t)
+	in.writeConfig(fmt.Sprintf(`concurrency: 4
+shutdown_timeout: 5s
+defaults:
+  schedule: "@every 1s"
+  timeout: 5s
+  backoff: {initial: 1s, max: 1s, jitter: 0}
+  breaker: {failures: 0}
+  error_after: 0
+sources:
+  - {name: bg, type: exec, command: [sh, -c, "sleep 301 & echo hi"], env: {%[1]s: %[2]s}}
+  - {name: sid, type: exec, command: [sh, -c, "setsid sleep 302 & echo hi"], env: {%[1]s: %[2]s}}
+  - {name: slow, type: exec, command: [sh, -c, "setsid sleep 303 & exec sleep 60"], timeout: 1s, env: {%[1]s: %[2]s}}
+`, mark.key, mark.value))
+	d := in.start()
+	eventually(t, 30*time.Second, "three polls of each source", func() error {
+		for _, n := range []string{"bg", "sid", "slow"} {
+			if o := d.source(n); o.PollsTotal < 3 {
+				return errf("%s: %s", n, o)
+			}
+		}
+		return nil
+	})
+
+	// Over 4 s (four more rounds) no marked process lives longer than its
+	// poll can: the polls of bg and sid end at once, slow's at its 1s
+	// timeout.
+	const maxLife = 2500 * time.Millisecond
+	firstSeen := map[int]time.Time{}
+	cmd := map[int]string{}
+	var leftovers []string
+	never(t, 4*time.Second, "exec leftovers", func() error {
+		now := time.Now()
+		for pid, c := range mark.scan() {
+			if _, ok := firstSeen[pid]; !ok {
+				firstSeen[pid], cmd[pid] = now, c
+			}
+			if now.Sub(firstSeen[pid]) > maxLife {
+				leftovers = append(leftovers, fmt.Sprintf("pid %d %q", pid, c))
+			}
+		}
+		if len(leftovers) > 0 {
+			return errf("alive for over %s: %v", maxLife, leftovers)
+		}
+		return nil
+	})
+	t.Logf("exec leftover figures: %d marked processes seen in 4s of polls, none alive over %s", len(firstSeen), maxLife)
+	for _, want := range []string{"sleep 301", "sleep 302", "sleep 303"} {
+		seen := false
+		for _, c := range cmd {
+			seen = seen || c == want
+		}
+		if !seen {
+			t.Logf("no %q caught in flight (they are killed within milliseconds)", want)
+		}
+	}
+	// A poll killed at its timeout ends at the timeout, not timeout + the
+	// 2 s that os/exec waits for a process holding its output.
+	for _, r := range d.history("slow", 10) {
+		if r.Outcome == "failure" && r.DurationMs > 1800 {
+			t.Errorf("slow: a poll with timeout 1s took %dms (%s)", r.DurationMs, r.Error)
+		}
+	}
+	d.stop(15 * time.Second)
+	softly(t, 2*time.Second, "no marked process after the daemon stopped", func() error {
+		if left := mark.scan(); len(left) > 0 {
+			return errf("still running: %v", left)
+		}
+		return nil
+	})
+}
+
+// Issue 10 item 13, rule 3.10: SIGTERM with shutdown_timeout 2s while a
+// poll runs that outlives it (timeout 1m, with a setsid grandchild holding
+// its output): the daemon exits 0 within shutdown_timeout + 1 s and leaves
+// nothing running; the poll is recorded as interrupted.
+func TestShutdownWithinTimeoutDespiteGrandchild(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	mark := newProcMark(t)
+	in.writeConfig(fmt.Sprintf(`shutdown_timeout: 2s
+sources:
+  - {name: stuck, type: exec, schedule: "@every 1s", timeout: 1m, command: [sh, -c, "setsid sleep 304 & exec sleep 60"], env: {%s: %s}}
+`, mark.key, mark.value))
+	d := in.start()
+	eventually(t, 20*time.Second, "the poll running with its setsid grandchild", func() error {
+		got := mark.scan()
+		var cmds []string
+		for _, c := range got {
+			cmds = append(cmds, c)
+		}
+		if !slices.Contains(cmds, "sleep 304") || !slices.Contains(cmds, "sleep 60") {
+			return errf("marked processes: %v", got)
+		}
+		return nil
+	})
+	sent := time.Now()
+	d.signal(syscall.SIGTERM)
+	code, ok := d.wait(15 * time.Second)
+	took := time.Since(sent)
+	if !ok {
+		t.Fatalf("still running 15s after SIGTERM")
+	}
+	t.Logf("shutdown figures: SIGTERM to exit %s with shutdown_timeout 2s (exit %d)", took.Round(time.Millisecond), code)
+	if code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+	if took > 3*time.Second {
+		t.Errorf("SIGTERM to exit took %s; shutdown_timeout is 2s (bound 3s)", took.Round(time.Millisecond))
+	}
+	softly(t, 2*time.Second, "no marked process after the daemon exited", func() error {
+		if left := mark.scan(); len(left) > 0 {
+			return errf("still running: %v", left)
+		}
+		return nil
+	})
+	r := in.mustCLI("history", "-json", "-n", "5", "stuck")
+	if !strings.Contains(r.stdout, `"interrupted"`) {
+		t.Errorf("history after the shutdown has no interrupted poll:\n%s", r.stdout)
+	}
+}
+
+// procMark is an environment entry given to a test's exec sources, so that
+// their processes (and all they start, unless they clear their
+// environment) are found by a scan of /proc, whatever their parent or
+// process group. Its cleanup kills, by pid, whatever still carries it.
+type procMark struct {
+	key, value string
+	entry      []byte
+}
+
+func newProcMark(t *testing.T) *procMark {
+	m := &procMark{key: "PACER_E2E_MARK", value: strings.ToLower(rand.Text())}
+	m.entry = []byte(m.key + "=" + m.value)
+	t.Cleanup(func() {
+		for pid := range m.scan() {
+			if m.has(pid) { // checked again just before: pids are reused
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return m
+}
+
+// scan returns the live processes carrying the mark, with their command
+// lines (arguments joined by spaces). It reads each process's environ
+// once; processes of other users are not readable and not ours.
+func (m *procMark) scan() map[int]string {
+	out := map[int]string{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !m.has(pid) || procDead(pid) {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out[pid] = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// has reports whether pid's environment holds the mark.
+func (m *procMark) has(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(bytes.Split(b, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, m.entry) })
+}
