@@ -83,7 +83,7 @@ func Main(args []string, env Env) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "pacer: %s\n%s", ue.msg, usage)
+		fmt.Fprintf(env.Stderr, "pacer: %s\n%s", escapeControls(ue.msg), usage)
 		return exitUsage
 	case errors.Is(err, flag.ErrHelp):
 		return exitUsage
@@ -92,12 +92,12 @@ func Main(args []string, env Env) int {
 	if errors.As(err, &ps) {
 		// One line per problem, each starting with where it is.
 		for _, p := range ps {
-			fmt.Fprintln(env.Stderr, p.String())
+			fmt.Fprintln(env.Stderr, escapeControls(p.String()))
 		}
 		return exitFailure
 	}
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
-		fmt.Fprintln(env.Stderr, "pacer:", line)
+		fmt.Fprintln(env.Stderr, "pacer:", escapeControls(line))
 	}
 	return exitFailure
 }
@@ -178,6 +178,6 @@ func cmdValidate(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", cfg.Path, len(cfg.Sources), len(cfg.Limits))
+	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", escapeControls(cfg.Path), len(cfg.Sources), len(cfg.Limits))
 	return nil
 }
