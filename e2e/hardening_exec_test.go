@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Issue 10 item 13 (daemon part): the daemon is a child subreaper, so an
@@ -194,4 +198,88 @@ func (m *procMark) has(pid int) bool {
 		return false
 	}
 	return slices.ContainsFunc(bytes.Split(b, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, m.entry) })
+}
+
+// Issue 10 item 12: an upstream's status line holding ESC[2J, 200 NUL bytes
+// on a command's stderr and a pause reason with an OSC title sequence are
+// stored as seen and shown escaped by `pacer status` and `pacer history`
+// (exact in -json, which holds no raw control character).
+func TestTerminalEscapesShownSafely(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = buf.WriteString("HTTP/1.1 503 \x1b[2J\x1b[31mdown\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		_ = buf.Flush()
+	})}
+	go func() { _ = hostile.Serve(ln) }()
+	t.Cleanup(func() { _ = hostile.Close() })
+
+	in := newInst(t)
+	in.writeConfig(fmt.Sprintf(`defaults:
+  schedule: "@every 1s"
+  error_after: 0
+sources:
+  - {name: web, type: http, url: "http://%s/"}
+  - {name: nul, type: exec, command: [sh, -c, "head -c 200 /dev/zero >&2; exit 3"]}
+  - {name: calm, type: exec, command: ["true"]}
+`, ln.Addr()))
+	d := in.start()
+	eventually(t, 20*time.Second, "both failing sources polled", func() error {
+		for _, n := range []string{"web", "nul"} {
+			if o := d.source(n); o.FailuresTotal < 1 {
+				return errf("%s: %s", n, o)
+			}
+		}
+		return nil
+	})
+	in.mustCLI("pause", "calm", "-reason", "maint \x1b]0;owned\a")
+	web, nul := d.source("web"), d.source("nul")
+	if !strings.Contains(web.LastError, "\x1b[2J") {
+		t.Errorf("web: the status line was not stored as seen: %q", web.LastError)
+	}
+	t.Logf("stored: web %q; nul %q", web.LastError, nul.LastError)
+
+	for _, args := range [][]string{{"status"}, {"status", "web"}, {"history", "web"}, {"history", "nul"}} {
+		r := in.mustCLI(args...)
+		if i := strings.IndexFunc(r.stdout, termControl); i >= 0 {
+			t.Errorf("pacer %v printed raw %U at byte %d:\n%q", args, []rune(r.stdout[i:])[0], i, r.stdout)
+		}
+		if (args[len(args)-1] == "web" || args[0] == "status") && !strings.Contains(r.stdout, `\x1b[2J\x1b[31mdown`) {
+			t.Errorf("pacer %v does not show the escape visibly:\n%s", args, r.stdout)
+		}
+	}
+	st := in.mustCLI("status").stdout
+	if !strings.Contains(st, `paused: maint \x1b]0;owned\x07`) {
+		t.Errorf("status does not show the pause reason escaped:\n%s", st)
+	}
+	if strings.Contains(nul.LastError, "\x00") && !strings.Contains(st, `\x00`) {
+		t.Errorf("nul's last error holds NUL bytes that status does not show:\n%s", st)
+	}
+	js := in.mustCLI("status", "-json").stdout
+	if strings.IndexFunc(js, termControl) >= 0 {
+		t.Errorf("status -json printed a raw control character:\n%q", js)
+	}
+	var objs []sourceObj
+	if err := json.Unmarshal([]byte(js), &objs); err != nil {
+		t.Fatalf("status -json: %v", err)
+	}
+	for _, o := range objs {
+		if o.Name == "calm" && o.PausedReason != "maint \x1b]0;owned\a" {
+			t.Errorf("status -json paused_reason = %q, want it as given", o.PausedReason)
+		}
+	}
+}
+
+// termControl reports whether r is a character a terminal acts on (C0 but
+// newline, DEL, C1) or the replacement for invalid UTF-8.
+func termControl(r rune) bool {
+	return (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError
 }
