@@ -142,11 +142,15 @@ func (f *flags) parse(args []string) ([]string, error) {
 	}
 }
 
-// load loads the config named by -config.
+// load loads the config named by -config; a config this build cannot
+// run (see unsupported) is reported as invalid.
 func (f *flags) load(env Env) (*config.Config, error) {
 	cfg, err := config.Load(*f.config, env.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	if ps := unsupported(cfg); ps != nil {
+		return nil, ps
 	}
 	f.cfg = cfg
 	return cfg, nil
