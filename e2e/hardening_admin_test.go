@@ -110,8 +110,9 @@ func TestAdminConnectionsCannotExhaustDescriptors(t *testing.T) {
 		return nil
 	})
 	// Descriptors: the admin cap (+1 being accepted) over what the daemon
-	// used before; a few more for polls starting at the peak.
-	bound := basePeak + adminCap + 1 + 8
+	// used before, and the descriptors of 4 polls in flight (4 each, rule
+	// 7.3) in case none was running while basePeak was measured.
+	bound := basePeak + adminCap + 1 + 4*4
 	t.Logf("admin connection figures: RLIMIT_NOFILE %d, %d keep-alives held; daemon fds: %d before, peak %d during the hold (at %s), bound %d",
 		nofile, len(conns), basePeak, peak, peakAt.Format("15:04:05.000"), bound)
 	if peak > bound {
