@@ -101,8 +101,9 @@ sources:
 
 // Issue 10 item 13, rule 3.10: SIGTERM with shutdown_timeout 2s while a
 // poll runs that outlives it (timeout 1m, with a setsid grandchild holding
-// its output): the daemon exits 0 within shutdown_timeout + 1 s and leaves
-// nothing running; the poll is recorded as interrupted.
+// its output) and an admin request is in flight: the daemon exits 0 within
+// shutdown_timeout + 1 s and leaves nothing running; the poll is recorded
+// as interrupted.
 func TestShutdownWithinTimeoutDespiteGrandchild(t *testing.T) {
 	t.Parallel()
 	in := newInst(t)
@@ -123,6 +124,16 @@ sources:
 		}
 		return nil
 	})
+	// An admin request in flight too (its body never arrives): the admin
+	// server's grace runs alongside the polls', not before them.
+	slow, err := net.Dial("tcp", in.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := fmt.Fprintf(slow, "POST /api/sources/stuck/pause HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"rea", in.addr); err != nil {
+		t.Fatal(err)
+	}
 	sent := time.Now()
 	d.signal(syscall.SIGTERM)
 	code, ok := d.wait(15 * time.Second)
