@@ -4,6 +4,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -196,11 +197,18 @@ func (a *api) answer(w http.ResponseWriter, code int, v any, err error) {
 	}
 }
 
+// writeJSON writes v as JSON (with EscapeJSON: a client may print it to a
+// terminal).
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		code, buf = http.StatusInternalServerError, bytes.Buffer{}
+		b, _ := json.Marshal(map[string]string{"error": "encode answer: " + err.Error()})
+		buf.Write(append(b, '\n'))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v) // the client went away: nothing to do
+	_, _ = w.Write(EscapeJSON(buf.Bytes())) // the client went away: nothing to do
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

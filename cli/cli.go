@@ -83,7 +83,7 @@ func Main(args []string, env Env) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "pacer: %s\n%s", ue.msg, usage)
+		fmt.Fprintf(env.Stderr, "pacer: %s\n%s", escapeControls(ue.msg), usage)
 		return exitUsage
 	case errors.Is(err, flag.ErrHelp):
 		return exitUsage
@@ -92,12 +92,12 @@ func Main(args []string, env Env) int {
 	if errors.As(err, &ps) {
 		// One line per problem, each starting with where it is.
 		for _, p := range ps {
-			fmt.Fprintln(env.Stderr, p.String())
+			fmt.Fprintln(env.Stderr, escapeControls(p.String()))
 		}
 		return exitFailure
 	}
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
-		fmt.Fprintln(env.Stderr, "pacer:", line)
+		fmt.Fprintln(env.Stderr, "pacer:", escapeControls(line))
 	}
 	return exitFailure
 }
@@ -142,11 +142,15 @@ func (f *flags) parse(args []string) ([]string, error) {
 	}
 }
 
-// load loads the config named by -config.
+// load loads the config named by -config; a config this build cannot
+// run (see unsupported) is reported as invalid.
 func (f *flags) load(env Env) (*config.Config, error) {
 	cfg, err := config.Load(*f.config, env.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	if ps := unsupported(cfg); ps != nil {
+		return nil, ps
 	}
 	f.cfg = cfg
 	return cfg, nil
@@ -178,6 +182,6 @@ func cmdValidate(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", cfg.Path, len(cfg.Sources), len(cfg.Limits))
+	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", escapeControls(cfg.Path), len(cfg.Sources), len(cfg.Limits))
 	return nil
 }

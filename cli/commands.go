@@ -8,10 +8,10 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
@@ -114,7 +114,7 @@ func printStatusTable(w io.Writer, objs []scheduler.SourceObject, now time.Time)
 		} else if o.PausedReason != "" {
 			lastErr = "paused: " + o.PausedReason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, shorten(lastErr, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 60))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }
@@ -133,14 +133,6 @@ func relative(d time.Duration) string {
 		return fmt.Sprintf("in %dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("in %dd", int(d/(24*time.Hour)))
-}
-
-func shorten(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 func cmdHistory(args []string, env Env) (err error) {
@@ -197,7 +189,7 @@ func cmdHistory(args []string, env Env) (err error) {
 			code = "exit " + strconv.Itoa(*r.ExitCode)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
-			r.DurationMs, code, r.Bytes, shorten(r.Error, 80))
+			r.DurationMs, code, r.Bytes, clip(r.Error, 80))
 	}
 	_ = tw.Flush()
 	return nil
@@ -366,8 +358,13 @@ func openStore(cfg *config.Config) (*store.Store, error) {
 	return st, nil
 }
 
+// printJSON prints v as indented JSON, exact but safe on a terminal
+// (admin.EscapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	_, err = w.Write(append(admin.EscapeJSON(b), '\n'))
+	return err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -67,6 +68,11 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Exec polls' leftovers (setsid, double forks) are reparented to the
+	// daemon, so that each poll finds and kills them when it ends.
+	if err := sources.BecomeSubreaper(); err != nil {
+		log.Warn("exec polls cannot find descendants that leave their process group", "err", err)
+	}
 	fdLimit := descriptorCap(cfg.Concurrency, log)
 	conc := cfg.Concurrency
 	if fdLimit > 0 {
@@ -85,14 +91,11 @@ func cmdRun(args []string, env Env) (err error) {
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 		defer ln.Close() // Serve closes it too; this covers a failed start
-		srv = &http.Server{
-			Handler:           admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}),
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
-		}
+		// At most adminConns connections (and one being accepted): the
+		// admin port's share of the descriptor headroom (rule 7.3).
+		lim := admin.LimitListener(ln, adminConns)
+		ln = lim
+		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}), lim)
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -138,16 +141,35 @@ func cmdRun(args []string, env Env) (err error) {
 		stopSupervise()
 		break
 	}
-	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = srv.Shutdown(ctx) // best effort: clients of a stopping daemon may be cut off
-		cancel()
-	}
-	if err := sched.Shutdown(cfg.ShutdownTimeout); err != nil {
+	adminDone := stopAdmin(srv, min(2*time.Second, cfg.ShutdownTimeout))
+	err = sched.Shutdown(cfg.ShutdownTimeout)
+	<-adminDone
+	if err != nil {
 		return err
 	}
 	log.Info("pacer stopped")
 	return nil
+}
+
+// stopAdmin stops the admin server (nil: none) while the polls stop: it
+// accepts no more connections at once and gives requests in flight up to
+// grace, so that a shutdown takes no longer than shutdown_timeout. The
+// returned channel is closed once the server is down.
+func stopAdmin(srv *http.Server, grace time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if srv == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close() // best effort: clients of a stopping daemon are cut off
+		}
+	}()
+	return done
 }
 
 // reload re-reads the config; an invalid one is rejected with each problem

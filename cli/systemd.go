@@ -17,6 +17,11 @@ import (
 const (
 	fdsPerPoll = 4
 	fdHeadroom = 64
+	// adminConns caps the admin listener's open connections at a fixed
+	// share of the headroom (half of it, at most 64), so that clients of
+	// the admin port, idle keep-alives included, cannot take the
+	// descriptors of polls or of the store.
+	adminConns = min(64, fdHeadroom/2)
 )
 
 // fdCap returns the largest concurrency that fits under a soft descriptor

@@ -10,8 +10,11 @@ import (
 )
 
 // TestServiceUnit checks deploy/pacer.service with systemd-analyze verify
-// (with ExecStart pointed at an existing executable) and that it keeps the
-// settings the service relies on.
+// as written (byte for byte, in a root directory where its executables
+// exist), that it keeps the settings the service relies on, and that its
+// install steps give the service a config it can read: a pacer system
+// user, and the config root-owned but group pacer (issue 10 item 15: with
+// DynamicUser the 0640 root:root config was unreadable).
 func TestServiceUnit(t *testing.T) {
 	data, err := os.ReadFile("../deploy/pacer.service")
 	if err != nil {
@@ -20,30 +23,79 @@ func TestServiceUnit(t *testing.T) {
 	unit := string(data)
 	for _, want := range []string{
 		"Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "WatchdogSec=", "Restart=on-failure",
-		"DynamicUser=yes", "StateDirectory=pacer", "ConfigurationDirectory=pacer", "LimitNOFILE=",
+		"\nUser=pacer\n", "\nGroup=pacer\n", "StateDirectory=pacer", "ConfigurationDirectory=pacer", "LimitNOFILE=",
 		"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "PrivateDevices=yes",
 		"RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "SystemCallFilter=@system-service", "CapabilityBoundingSet=\n",
+		// The install steps in the header.
+		"#   useradd --system --user-group", " pacer\n",
+		"#   install -m 0640 -o root -g pacer config.yaml /etc/pacer/config.yaml\n",
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q", want)
 		}
 	}
+	if strings.Contains(unit, "\nDynamicUser=") {
+		t.Errorf("unit sets DynamicUser: the service could not read a config that root owns (systemd does not chown ConfigurationDirectory)")
+	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Fatalf("systemd-analyze is needed (.ci/run installs it): %v", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "pacer.service")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(unit, "/usr/local/bin/pacer", self)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	root := unitRoot(t, data)
+	out, err := exec.Command(analyze, "verify", "--root="+root, "pacer.service").CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+		t.Fatalf("systemd-analyze verify (unit as written, in %s): %v\n%s", root, err, out)
 	}
+}
+
+// unitRoot builds a root directory for systemd-analyze verify --root: the
+// unit as written in /etc/systemd/system, the system's own units (for the
+// targets it names), and executables where the unit expects pacer and
+// kill.
+func unitRoot(t *testing.T, unit []byte) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(rel string, data []byte, mode os.FileMode) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/systemd/system/pacer.service", unit, 0o644)
+	write("usr/local/bin/pacer", []byte("#!/bin/sh\n"), 0o755)
+	write("bin/kill", []byte("#!/bin/sh\n"), 0o755)
+	const units = "/usr/lib/systemd/system"
+	if err := os.MkdirAll(filepath.Join(root, units), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(units)
+	if err != nil {
+		t.Fatalf("the system's units (for the targets the unit names): %v", err)
+	}
+	for _, e := range ents {
+		src := filepath.Join(units, e.Name())
+		dst := filepath.Join(root, units, e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(src)
+			if err == nil {
+				err = os.Symlink(target, dst)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		case e.Type().IsRegular():
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(filepath.Join(units[1:], e.Name()), data, 0o644)
+		}
+	}
+	return root
 }
 
 // gcPercent reads the collector's setting without changing it.

@@ -165,7 +165,7 @@ sources:
 
 	polls := func() (total float64, by map[string]float64) {
 		by = map[string]float64{}
-		var m string
+		var m metricSet
 		fds.hold(func() { m = d.metrics() })
 		for _, oc := range []string{"success", "failure", "throttled", "interrupted", "rejected", "skipped"} {
 			v, _ := m.value("pacer_polls_total", "outcome", oc)
