@@ -1,9 +1,8 @@
 package cli
 
 import (
-	"strings"
-
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // unsupported returns the problems of a valid config that this build
@@ -13,8 +12,7 @@ import (
 // these, so that `validate` says what `run` would refuse. This is the one
 // place to change when the backend lands.
 func unsupported(cfg *config.Config) config.Problems {
-	l := strings.ToLower(cfg.Store)
-	if strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://") {
+	if backend.IsPostgres(cfg.Store) {
 		return config.Problems{{Path: "store", Msg: "PostgreSQL is not supported yet by this build"}}
 	}
 	return nil
