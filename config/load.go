@@ -83,17 +83,18 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, Problems{{Path: path, Msg: "cannot resolve path: " + err.Error()}}
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readConfigFile(abs)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, Problems{{Path: path, Msg: "cannot read config file: " + err.Error()}}
+		return nil, Problems{{Path: path, Msg: err.Error()}}
 	}
 	root, prob := parseYAML(path, data)
-	if prob != nil {
+	if prob != nil && !blank(data) {
 		return nil, Problems{*prob}
+	}
+	if root == nil || isNull(root) {
+		// A file being written (a SIGHUP in the middle of an editor's save)
+		// must not stop every source: nothing is not a config.
+		return nil, Problems{{Path: path, Msg: "config is empty (no YAML content, only white space or comments)"}}
 	}
 	l := &loader{
 		file:      path,
@@ -132,15 +133,18 @@ func parseYAML(file string, data []byte) (root *yaml.Node, prob *Problem) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil // empty file
+			return nil, nil // no document: white space or comments only
 		}
-		return nil, yamlProblem(file, err)
+		return nil, yamlProblem(file, refineLine(data, err))
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Problem{Path: fmt.Sprintf("%s:%d", file, extra.Line), Msg: "more than one YAML document"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlProblem(file, err)
+		return nil, yamlProblem(file, refineLine(data, err))
 	}
 	return &doc, nil
 }
@@ -244,4 +248,91 @@ func (l *loader) finish() Problems {
 		}
 	}
 	return out
+}
+
+// MaxConfigSize is the largest config file Load reads.
+const MaxConfigSize = 256 << 20
+
+// readConfigFile reads the config file at abs: a regular file (not a
+// device such as /dev/zero, a FIFO or a directory, which could be read
+// forever or block) of at most MaxConfigSize bytes, checked on the open
+// file and again while reading (it may grow meanwhile).
+func readConfigFile(abs string) ([]byte, error) {
+	// Stat before opening: opening a FIFO blocks until a writer comes.
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	if err := checkConfigFile(fi); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err == nil { // the file opened, which may have been replaced
+		err = checkConfigFile(fi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	if len(data) > MaxConfigSize {
+		return nil, errors.New("config file is larger than the limit of 256 MiB")
+	}
+	return data, nil
+}
+
+// checkConfigFile says why fi is not a config file Load reads, or nil.
+func checkConfigFile(fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return errors.New("cannot read config file: is a directory")
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("cannot read config file: not a regular file (%s)", fileKind(fi.Mode()))
+	case fi.Size() > MaxConfigSize:
+		return fmt.Errorf("config file is larger than the limit of 256 MiB (%d bytes)", fi.Size())
+	}
+	return nil
+}
+
+// unwrapPath drops the *fs.PathError around err: the problem names the
+// file already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "type " + m.Type().String()
+}
+
+// blank reports whether data holds only white space and comments (a tab,
+// which YAML refuses as indentation, included).
+func blank(data []byte) bool {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' {
+			return false
+		}
+	}
+	return true
 }

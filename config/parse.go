@@ -18,6 +18,12 @@ import (
 // MinEvery is the shortest interval accepted by "@every D".
 const MinEvery = 100 * time.Millisecond
 
+// MaxEvery is the longest interval accepted by "@every D": 10 years
+// (87600h). It keeps the scheduler's arithmetic on D far from int64
+// overflow: a phase in [0, D), plus D, plus the Unix time in nanoseconds
+// stays below 4.8e18 until the year 2100, where int64 holds 9.2e18.
+const MaxEvery = 87600 * time.Hour
+
 // isDigits reports whether s is one or more ASCII digits.
 func isDigits(s string) bool {
 	if s == "" {
@@ -168,10 +174,13 @@ func parseSchedule(spec string) (Schedule, error) {
 		}
 		d, err := time.ParseDuration(ds)
 		if err != nil {
-			return nil, errors.New("invalid @every duration (use e.g. 500ms, 30s, 5m)")
+			return nil, errors.New("invalid @every duration (use e.g. 500ms, 30s, 5m; at most 87600h)")
 		}
 		if d < MinEvery {
 			return nil, fmt.Errorf("@every duration must be at least %s", MinEvery)
+		}
+		if d > MaxEvery {
+			return nil, errors.New("@every duration must be at most 87600h (10 years)")
 		}
 		return Every{D: d}, nil
 	}

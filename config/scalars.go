@@ -93,6 +93,23 @@ func (l *loader) integer(n *yaml.Node, p path) (int, bool) {
 	return i, true
 }
 
+// boolean reads true or false (a YAML boolean, or a string that expands to
+// one of these words).
+func (l *loader) boolean(n *yaml.Node, p path) (bool, bool) {
+	v, ok := l.scalar(n, p, "true or false")
+	if !ok {
+		return false, false
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	l.addf(p, "expected true or false, got %q", v)
+	return false, false
+}
+
 // float reads a finite number.
 func (l *loader) float(n *yaml.Node, p path) (float64, bool) {
 	v, ok := l.scalar(n, p, "a number")

@@ -23,6 +23,9 @@ type inherited struct {
 	backoff      Backoff
 	breaker      Breaker
 	errorAfter   int
+	// followRedirects is defaults.follow_redirects (nil: not set, true);
+	// http sources inherit it.
+	followRedirects *bool
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -231,6 +234,12 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 	}
 	ps, _ := l.pairs(n, at("defaults"))
 	for _, p := range ps {
+		if p.key == "follow_redirects" {
+			if v, ok := l.boolean(p.val, at("defaults.follow_redirects")); ok {
+				b.followRedirects = &v
+			}
+			continue
+		}
 		if !l.common(&b, p, at("defaults")) {
 			l.addf(at("defaults").key(p.key), "unknown key")
 		}
