@@ -112,6 +112,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		return nil, ps
 	}
 	cfg.Secrets = l.secrets
+	cfg.masks = l.maskList
 	return cfg, nil
 }
 
@@ -186,6 +187,8 @@ type loader struct {
 	probs     []pendingProblem
 	secrets   []string
 	secretOK  map[string]bool
+	masks     map[string]int // value -> index in maskList
+	maskList  []masked
 	looked    map[string]lookResult     // exec.LookPath cache
 	checked   map[string]string         // checkExecutable cache
 	dirs      map[string]dirResult      // os.Stat cache for dir
@@ -211,6 +214,38 @@ func (l *loader) secret(s string) {
 	l.secrets = append(l.secrets, s)
 }
 
+// mask records that value holds secrets at spans (see Redactor); spans
+// recorded for the same value before are kept.
+func (l *loader) mask(value string, spans [][2]int) {
+	if l.quiet || len(spans) == 0 {
+		return
+	}
+	if l.masks == nil {
+		l.masks = map[string]int{}
+	}
+	i, ok := l.masks[value]
+	if !ok {
+		l.masks[value] = len(l.maskList)
+		l.maskList = append(l.maskList, masked{value: value, spans: spans})
+		return
+	}
+	for _, sp := range spans {
+		l.maskList[i].spans = addSpan(l.maskList[i].spans, sp[0], sp[1])
+	}
+}
+
+// userinfo records the password in the user info of URL v, if any, as a
+// secret (rule 3.12): "http://alice:***@host/" is how v is shown.
+func (l *loader) userinfo(v string) {
+	start, end, pw, ok := userinfoPassword(v)
+	if !ok {
+		return
+	}
+	l.secret(pw)
+	l.secret(v[start:end])
+	l.mask(v, [][2]int{{start, end}})
+}
+
 // containsSecret reports whether s contains a secret recorded so far.
 func (l *loader) containsSecret(s string) bool {
 	for _, x := range l.secrets {
@@ -221,12 +256,24 @@ func (l *loader) containsSecret(s string) bool {
 	return false
 }
 
-// finish formats, redacts and de-duplicates the problems.
+// finish formats, redacts and de-duplicates the problems. An argument that
+// is a string the loader built with secrets in it is quoted in its display
+// form; any other argument has every secret masked, whatever its length
+// (it is the value complained about, not unrelated text); the rest of the
+// problem gets the loaded config's redaction (see Redactor).
 func (l *loader) finish() Problems {
 	if len(l.probs) == 0 {
 		return nil
 	}
-	r := NewRedactor(l.secrets...)
+	strict := NewRedactor(l.secrets...)
+	r := newRedactor(l.maskList, l.secrets)
+	arg := func(s string) string {
+		if i, ok := l.masks[s]; ok {
+			_, display := l.maskList[i].forms(identity)
+			return display
+		}
+		return strict.Redact(s)
+	}
 	seen := map[Problem]bool{}
 	var out Problems
 	for _, p := range l.probs {
@@ -234,9 +281,9 @@ func (l *loader) finish() Problems {
 		for i, a := range p.args {
 			switch v := a.(type) {
 			case string:
-				args[i] = r.Redact(v)
+				args[i] = arg(v)
 			case error:
-				args[i] = r.Redact(v.Error())
+				args[i] = arg(v.Error())
 			default:
 				args[i] = a
 			}

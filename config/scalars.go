@@ -16,6 +16,7 @@ func (l *loader) expand(s string, p path) (string, bool) {
 		return s, true
 	}
 	var b strings.Builder
+	var spans [][2]int // where substituted values are in b
 	ok := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -30,7 +31,9 @@ func (l *loader) expand(s string, p path) (string, bool) {
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
 				l.addf(p, "unterminated ${ (write $$ for a literal $)")
-				return b.String(), false
+				out := b.String()
+				l.mask(out, spans)
+				return out, false
 			}
 			name := s[i+2 : i+2+end]
 			i += end + 3
@@ -46,13 +49,16 @@ func (l *loader) expand(s string, p path) (string, bool) {
 				continue
 			}
 			l.secret(v)
+			spans = addSpan(spans, b.Len(), b.Len()+len(v))
 			b.WriteString(v)
 		default:
 			b.WriteByte('$')
 			i++
 		}
 	}
-	return b.String(), ok
+	out := b.String()
+	l.mask(out, spans)
+	return out, ok
 }
 
 // scalar returns the expanded value of a non-null scalar; want describes the

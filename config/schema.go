@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -110,11 +109,7 @@ func (l *loader) store(cfg *Config) {
 		return
 	}
 	// A password written in the URL itself is a secret too.
-	if u, err := url.Parse(cfg.Store); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			l.secret(pw)
-		}
-	}
+	l.userinfo(cfg.Store)
 }
 
 // history reads the history section.

@@ -16,6 +16,7 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 	case "url":
 		if v, ok := l.scalar(p.val, kp, "a URL"); ok {
 			s.URL = v
+			l.userinfo(v)
 			l.checkURL(v, kp)
 		}
 	case "method":
