@@ -76,6 +76,26 @@ func DefaultBreaker() Breaker {
 // On any problem Load returns a nil *Config and a Problems error listing
 // every problem found, not just the first.
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
+	return LoadWith(path, env, Options{})
+}
+
+// Options changes how LoadWith loads a config.
+type Options struct {
+	// ForStore loads the config for a command that only reads or steers the
+	// store (status, history, reset, pause, resume, trigger): these need the
+	// store, the sources' names, types and schedules, not what only the
+	// polls use. A ${VAR} that is not set, in any other value, is then no
+	// problem: it expands to "" (a placeholder no poll uses), a problem
+	// with that value is dropped, and the Fingerprint of every source such
+	// a value reaches (its own, or one in defaults) is "", which the
+	// scheduler takes for "unknown", so nothing written from it makes a
+	// daemon with the real environment see a changed configuration. store,
+	// name, type and schedule stay strict.
+	ForStore bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, env func(string) (string, bool), opts Options) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -105,6 +125,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		checked:   map[string]string{},
 		dirs:      map[string]dirResult{},
 		schedules: map[string]parsedSchedule{},
+		forStore:  opts.ForStore,
 	}
 	cfg := l.config(root)
 	cfg.Path = abs
@@ -180,20 +201,26 @@ type parsedSchedule struct {
 
 // loader holds the state of one Load call.
 type loader struct {
-	file      string // config path as given, for messages
-	dir       string // absolute directory of the config file
-	env       func(string) (string, bool)
-	quiet     bool // drop problems and secrets (used for a pre-pass)
-	probs     []pendingProblem
-	secrets   []string
-	secretOK  map[string]bool
-	masks     map[string]int // value -> index in maskList
-	maskList  []masked
-	looked    map[string]lookResult     // exec.LookPath cache
-	checked   map[string]string         // checkExecutable cache
-	dirs      map[string]dirResult      // os.Stat cache for dir
-	schedules map[string]parsedSchedule // valid schedules by their text (they are immutable)
-	fp        fingerprinter
+	file     string // config path as given, for messages
+	dir      string // absolute directory of the config file
+	env      func(string) (string, bool)
+	quiet    bool // drop problems and secrets (used for a pre-pass)
+	probs    []pendingProblem
+	secrets  []string
+	secretOK map[string]bool
+	masks    map[string]int // value -> index in maskList
+	maskList []masked
+	// forStore is Options.ForStore; placeholders counts the unset ${VAR}s
+	// expanded to "" so far, and lenient holds the paths of the values
+	// they are in, whose problems finish drops.
+	forStore     bool
+	placeholders int
+	lenient      map[string]bool
+	looked       map[string]lookResult     // exec.LookPath cache
+	checked      map[string]string         // checkExecutable cache
+	dirs         map[string]dirResult      // os.Stat cache for dir
+	schedules    map[string]parsedSchedule // valid schedules by their text (they are immutable)
+	fp           fingerprinter
 }
 
 // addf records a problem. String and error arguments are redacted before
@@ -277,6 +304,9 @@ func (l *loader) finish() Problems {
 	seen := map[Problem]bool{}
 	var out Problems
 	for _, p := range l.probs {
+		if l.lenient[p.path] {
+			continue // a value with a placeholder (Options.ForStore)
+		}
 		args := make([]any, len(p.args))
 		for i, a := range p.args {
 			switch v := a.(type) {

@@ -53,7 +53,7 @@ sources:
 		{"GET " + src.URL + ": 502 Bad Gateway", "GET " + base + "/x?key=***: 502 Bad Gateway"},
 		{"open /x: no such file; sources[name=x] x", "open /x: no such file; sources[name=x] x"},
 		{"x=x&y=x&z=1", "x=***&y=x&z=1"},
-		{"x=x&y=x", "x=x&y=x"}, // shorter than MinSecretLen: not a rule
+		{"x=x&y=x", "x=x&y=x"},     // shorter than MinSecretLen: not a rule
 		{getError(t, src.URL), ""}, // filled in below
 		{url.QueryEscape(src.URL), url.QueryEscape(base+"/x?key=") + "***"},
 		{"body " + quoteInner(src.Body), "body x=***&y=x&z=1"},

@@ -43,6 +43,9 @@ func (l *loader) expand(s string, p path) (string, bool) {
 				continue
 			}
 			v, set := l.env(name)
+			if !set && l.placeholder(p) {
+				continue // expands to "" (Options.ForStore)
+			}
 			if !set {
 				l.addf(p, "environment variable %s is not set", name)
 				ok = false
@@ -59,6 +62,21 @@ func (l *loader) expand(s string, p path) (string, bool) {
 	out := b.String()
 	l.mask(out, spans)
 	return out, ok
+}
+
+// placeholder reports whether a value at p that cannot be expanded is
+// taken as a placeholder (Options.ForStore; not in the keys that commands
+// on the store use), and records it.
+func (l *loader) placeholder(p path) bool {
+	if !l.forStore || l.quiet || p.strict() {
+		return false
+	}
+	l.placeholders++
+	if l.lenient == nil {
+		l.lenient = map[string]bool{}
+	}
+	l.lenient[p.String()] = true
+	return true
 }
 
 // scalar returns the expanded value of a non-null scalar; want describes the

@@ -25,6 +25,9 @@ type inherited struct {
 	// followRedirects is defaults.follow_redirects (nil: not set, true);
 	// http sources inherit it.
 	followRedirects *bool
+	// placeholder says that a value came from an unset ${VAR}
+	// (Options.ForStore): the sources' fingerprints are unknown.
+	placeholder bool
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -218,8 +221,8 @@ func (l *loader) log(n *yaml.Node, lg *Log) {
 // defaults reads the defaults section on top of the built-in defaults. An
 // invalid value is reported and the built-in value kept, so that sources
 // inheriting it are not reported again.
-func (l *loader) defaults(n *yaml.Node) inherited {
-	b := inherited{
+func (l *loader) defaults(n *yaml.Node) (b inherited) {
+	b = inherited{
 		scheduleSpec: DefaultSchedule,
 		schedule:     Every{D: time.Minute},
 		timeout:      DefaultTimeout,
@@ -228,6 +231,8 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 		errorAfter:   DefaultErrorAfter,
 	}
 	ps, _ := l.pairs(n, at("defaults"))
+	before := l.placeholders
+	defer func() { b.placeholder = l.placeholders != before }()
 	for _, p := range ps {
 		if p.key == "follow_redirects" {
 			if v, ok := l.boolean(p.val, at("defaults.follow_redirects")); ok {

@@ -144,6 +144,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 		return Source{}, false
 	}
 	s := Source{Method: DefaultMethod, MaxBody: DefaultMaxBody}
+	before := l.placeholders
 	l.nameAndType(&s, ps, prefix)
 	for _, p := range ps {
 		kp := prefix.key(p.key)
@@ -163,7 +164,9 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 	}
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
-	s.Fingerprint = l.fp.fingerprint(&s)
+	if !b.placeholder && l.placeholders == before {
+		s.Fingerprint = l.fp.fingerprint(&s)
+	} // else "" (unknown): a value is a placeholder (Options.ForStore)
 	return s, true
 }
 
