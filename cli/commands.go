@@ -32,7 +32,7 @@ func cmdStatus(args []string, env Env) (err error) {
 	if len(pos) > 1 {
 		return usagef("status takes at most one NAME")
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	if *n < 1 {
 		return usagef("-n must be at least 1")
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	case action != scheduler.ActionReset && len(pos) != 1:
 		return usagef("%s takes one NAME", action)
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -349,6 +349,9 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		return err
 	}
 	if !ok {
+		// src.Fingerprint is "" when a value of src could not be expanded
+		// here (config.Options.ForStore): the daemon then takes the
+		// fingerprint of its own config rather than see a change.
 		cur = store.SourceState{Name: name, Fingerprint: src.Fingerprint}
 	}
 	next, err := scheduler.ApplyAction(action, src, cur, reason, time.Now())
