@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,16 @@ func TestSyntaxErrorLine(t *testing.T) {
 		{"unterminated quote", "a:\n  b: 1\n  c: \"x\n", "3"},
 		{"first line", "- a\nb: 1\n", "2"},
 	}
+	var long strings.Builder
+	long.WriteString("sources:\n")
+	for i := range 1000 { // lines 2..3001
+		fmt.Fprintf(&long, "  - name: s%d\n    type: exec\n    command: [\"true\"]\n", i)
+	}
+	long.WriteString("  - name: bad\n   type: http\n") // line 3003
+	cases = append(cases, struct {
+		name, yaml string
+		line       string
+	}{"far from the block's start", long.String(), "3003"})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

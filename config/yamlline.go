@@ -10,17 +10,18 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxRefine is the largest file whose syntax errors refineLine locates:
-// it parses up to about 2*log2(lines) prefixes of the file.
-const maxRefine = 16 << 20
+// maxRefine is the largest file whose syntax errors refineLine locates: it
+// parses about 2*log2(d) prefixes of the file, d lines past the line the
+// parser reported.
+const maxRefine = 4 << 20
 
 // refineLine returns err with the line where the YAML parser met the
 // problem. yaml.v3 reports the line where the enclosing block began (its
-// "context mark": "line 3" for a bad indent on line 6 of a mapping that
-// starts on line 3). The line of the problem is the first one whose prefix
-// of the file fails with the same message; it lies at or after the line
-// reported, and is found by bisection. An error without a line, or a file
-// over maxRefine, is returned as it is.
+// "context mark": "line 3" for a bad indent on line 6 of a list that starts
+// on line 3). The line of the problem is the first one whose prefix of the
+// file fails with the same message; it lies at or after the line reported,
+// and is found by a galloping search from there, then bisection. An error
+// without a line, or a file over maxRefine, is returned as it is.
 func refineLine(data []byte, err error) error {
 	line, msg, ok := yamlLine(err)
 	if !ok || len(data) > maxRefine {
@@ -28,25 +29,33 @@ func refineLine(data []byte, err error) error {
 	}
 	ends := lineEnds(data) // ends[k-1] is the offset just past line k
 	fails := func(k int) bool {
+		if k >= len(ends) {
+			return true // the whole file: err itself
+		}
 		_, m, ok := yamlLine(parsePrefix(data[:ends[k-1]]))
 		return ok && m == msg
 	}
-	lo, hi := max(line, 1), len(ends) // fails(hi) holds: the whole file (but for trailing bytes)
-	if lo > hi || !fails(hi) {
+	lo := max(line, 1)
+	if lo > len(ends) {
 		return err
 	}
-	for lo < hi { // the first k in [lo, hi] that fails
-		mid := lo + (hi-lo)/2
+	// Gallop: the first k = lo-1+2^i that fails bounds the answer.
+	ok0, hi := lo-1, lo // fails(ok0) is false (or ok0 is before lo)
+	for step := 1; !fails(hi); step *= 2 {
+		ok0, hi = hi, min(lo-1+2*step, len(ends))
+	}
+	for ok0+1 < hi { // the first k in (ok0, hi] that fails
+		mid := ok0 + (hi-ok0)/2
 		if fails(mid) {
 			hi = mid
 		} else {
-			lo = mid + 1
+			ok0 = mid
 		}
 	}
-	if lo == line {
+	if hi == line {
 		return err
 	}
-	return errors.New("yaml: line " + strconv.Itoa(lo) + ": " + msg)
+	return errors.New("yaml: line " + strconv.Itoa(hi) + ": " + msg)
 }
 
 // yamlLine splits a yaml.v3 error "yaml: line N: MSG" into N and MSG.
