@@ -13,7 +13,7 @@ import (
 // maxRefine is the largest file whose syntax errors refineLine locates: it
 // parses about 2*log2(d) prefixes of the file, d lines past the line the
 // parser reported.
-const maxRefine = 4 << 20
+const maxRefine = 2 << 20
 
 // refineLine returns err with the line where the YAML parser met the
 // problem. yaml.v3 reports the line where the enclosing block began (its
