@@ -349,10 +349,11 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		return err
 	}
 	if !ok {
-		// src.Fingerprint is "" when a value of src could not be expanded
-		// here (config.Options.ForStore): the daemon then takes the
-		// fingerprint of its own config rather than see a change.
-		cur = store.SourceState{Name: name, Fingerprint: src.Fingerprint}
+		// No fingerprint: the one computed here may differ from the
+		// daemon's (a variable or a PATH only the daemon has, see
+		// config.Options.ForStore); the daemon takes its own for a row
+		// without one rather than see a changed configuration.
+		cur = store.SourceState{Name: name}
 	}
 	next, err := scheduler.ApplyAction(action, src, cur, reason, time.Now())
 	if err != nil {

@@ -75,6 +75,20 @@ func TestLoadForStore(t *testing.T) {
 	if err != nil || mustSource(t, same, "api").Fingerprint != mustSource(t, full, "api").Fingerprint {
 		t.Errorf("ForStore with the environment differs: %v", err)
 	}
+	// What only the polls and the admin API need is not checked: the
+	// operator's PATH, directories, an unreadable token file.
+	p3 := writeFile(t, dir, "c3.yaml", `
+admin: {token_file: /nonexistent/admin-token}
+sources:
+  - {name: job, type: exec, command: ["pacer-tool-only-in-the-units-path"], dir: /nonexistent}
+  - {name: job2, type: exec, command: ["./bin/tool"]}
+`, 0o644)
+	if _, err := Load(p3, envMap(nil)); err == nil {
+		t.Fatal("strict Load accepted a missing program")
+	}
+	if cfg, err := LoadWith(p3, envMap(nil), Options{ForStore: true}); err != nil || len(cfg.Sources) != 2 {
+		t.Errorf("ForStore with a missing program, dir and token file: %v", err)
+	}
 	// What the store commands use stays strict; other problems stay too.
 	for _, c := range []struct{ yaml, want string }{
 		{"store: \"${S}/p.db\"\n", "store: environment variable S is not set"},

@@ -90,7 +90,9 @@ type Options struct {
 	// a value reaches (its own, or one in defaults) is "", which the
 	// scheduler takes for "unknown", so nothing written from it makes a
 	// daemon with the real environment see a changed configuration. store,
-	// name, type and schedule stay strict.
+	// name, type and schedule stay strict. Nor are the exec programs and
+	// directories checked (the caller's PATH may not be the daemon's), nor
+	// the admin token file read if it cannot be.
 	ForStore bool
 }
 

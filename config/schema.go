@@ -159,6 +159,9 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			}
 			a.TokenFile = l.resolve(v)
 			tok, err := ReadToken(a.TokenFile)
+			if err != nil && l.forStore {
+				continue // the admin API's, not the store commands' (Options.ForStore)
+			}
 			if err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) {
