@@ -208,6 +208,11 @@ func TestEveryBound(t *testing.T) {
 	if next := s.Next(now); !next.After(now) {
 		t.Errorf("Next(%v) = %v", now, next)
 	}
+	// An Every built by hand past the bound still moves forward (time.Add
+	// saturates rather than wrapping).
+	if next := (Every{D: 1<<63 - 1}).Next(now); !next.After(now) {
+		t.Errorf("Every{max}.Next(%v) = %v", now, next)
+	}
 }
 
 // TestFollowRedirects: the follow_redirects key, per source and in
