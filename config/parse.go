@@ -118,8 +118,9 @@ const cronOptions = cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | c
 // "TZ=...") prefix, then five cron fields (min hour dom month dow), six with
 // leading seconds, a descriptor (@hourly @daily @weekly @monthly @yearly
 // @annually @midnight) or "@every D". "@every D" yields an Every value with
-// D >= 100ms; the rest yield robfig/cron schedules. Cron schedules without a
-// time zone prefix are evaluated in the location of the time given to Next.
+// MinEvery (100ms) <= D <= MaxEvery (87600h); the rest yield robfig/cron
+// schedules. Cron schedules without a time zone prefix are evaluated in the
+// location of the time given to Next.
 // A schedule that never fires is an error.
 func ParseSchedule(spec string) (Schedule, error) {
 	s, err := parseSchedule(spec)
