@@ -156,6 +156,19 @@ func (f *flags) load(env Env) (*config.Config, error) {
 	return cfg, nil
 }
 
+// loadForStore loads the config named by -config for a command that only
+// reads or steers the store: variables and files that only the polls need
+// may be missing (config.Options.ForStore), as they are in an operator's
+// shell when systemd's EnvironmentFile= gave them to the daemon.
+func (f *flags) loadForStore(env Env) (*config.Config, error) {
+	cfg, err := config.LoadWith(*f.config, env.LookupEnv, config.Options{ForStore: true})
+	if err != nil {
+		return nil, err
+	}
+	f.cfg = cfg
+	return cfg, nil
+}
+
 // redact masks the loaded config's secrets in *err: an error may quote an
 // expanded ${VAR} value, such as a store path (rule 3.12).
 func (f *flags) redact(err *error) {

@@ -32,7 +32,7 @@ func cmdStatus(args []string, env Env) (err error) {
 	if len(pos) > 1 {
 		return usagef("status takes at most one NAME")
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	if *n < 1 {
 		return usagef("-n must be at least 1")
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	case action != scheduler.ActionReset && len(pos) != 1:
 		return usagef("%s takes one NAME", action)
 	}
-	cfg, err := f.load(env)
+	cfg, err := f.loadForStore(env)
 	if err != nil {
 		return err
 	}
@@ -341,7 +341,11 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		return err
 	}
 	if !ok {
-		cur = store.SourceState{Name: name, Fingerprint: src.Fingerprint}
+		// No fingerprint: the one computed here may differ from the
+		// daemon's (a variable or a PATH only the daemon has, see
+		// config.Options.ForStore); the daemon takes its own for a row
+		// without one rather than see a changed configuration.
+		cur = store.SourceState{Name: name}
 	}
 	next, err := scheduler.ApplyAction(action, src, cur, reason, time.Now())
 	if err != nil {

@@ -58,12 +58,13 @@ func (c *Config) Source(name string) (*Source, bool) {
 	return nil, false
 }
 
-// Redactor returns a Redactor over c.Secrets (which include the admin token
-// when a token file is configured). A nil Config yields a nil Redactor,
-// which redacts nothing.
+// Redactor returns the Redactor of c (see Redactor): it masks the strings
+// Load built with secrets in them by their display forms, and the secrets
+// of c.Secrets of at least MinSecretLen bytes wherever they occur. A nil
+// Config yields a nil Redactor, which redacts nothing.
 func (c *Config) Redactor() *Redactor {
 	if c == nil {
 		return nil
 	}
-	return NewRedactor(c.Secrets...)
+	return newRedactor(c.masks, c.Secrets)
 }

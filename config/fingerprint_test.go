@@ -150,6 +150,14 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 			}
 			return
 		}
+		if s.FollowRedirects != nil && !*s.FollowRedirects {
+			// follow_redirects: false is newer than the first release: it
+			// must change the fingerprint.
+			if Fingerprint(s) == oldFingerprint(s) {
+				t.Fatalf("follow_redirects: false not hashed: %#v", *s)
+			}
+			return
+		}
 		if got, want := Fingerprint(s), oldFingerprint(s); got != want {
 			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, got, want)
 		}

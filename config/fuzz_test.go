@@ -164,7 +164,7 @@ func checkConfig(t *testing.T, cfg *Config) {
 		if s.Schedule == nil || strings.TrimSpace(s.ScheduleSpec) == "" {
 			fail("%s: schedule %q / %v", s.Name, s.ScheduleSpec, s.Schedule)
 		}
-		if e, ok := s.Schedule.(Every); ok && e.D < MinEvery {
+		if e, ok := s.Schedule.(Every); ok && (e.D < MinEvery || e.D > MaxEvery) {
 			fail("%s: @every %v", s.Name, e.D)
 		}
 		if s.Timeout <= 0 {
@@ -269,11 +269,28 @@ func FuzzLoad(f *testing.F) {
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("Load = %v, %v: want exactly one of them", cfg, err)
 		}
+		// Options.ForStore accepts all that Load accepts, with the same
+		// sources; what it rejects is reported as Load's problems are.
+		fs, ferr := LoadWith(path, fuzzEnv, Options{ForStore: true})
+		if (fs == nil) == (ferr == nil) {
+			t.Fatalf("LoadWith(ForStore) = %v, %v: want exactly one of them", fs, ferr)
+		}
+		if ferr != nil {
+			if err == nil {
+				t.Fatalf("ForStore rejects what Load accepts: %v", ferr)
+			}
+			checkProblems(t, path, ferr, in)
+		}
 		if err != nil {
 			checkProblems(t, path, err, in)
 			return
 		}
 		checkConfig(t, cfg)
+		for i := range cfg.Sources {
+			if fs.Sources[i].Name != cfg.Sources[i].Name || fs.Sources[i].Fingerprint != cfg.Sources[i].Fingerprint {
+				t.Fatalf("ForStore source %d: %q %q, Load: %q %q", i, fs.Sources[i].Name, fs.Sources[i].Fingerprint, cfg.Sources[i].Name, cfg.Sources[i].Fingerprint)
+			}
+		}
 	})
 }
 
@@ -343,8 +360,8 @@ func FuzzParseSchedule(f *testing.F) {
 		now := time.Now()
 		switch v := s.(type) {
 		case Every:
-			if v.D < MinEvery {
-				t.Fatalf("ParseSchedule(%q) = @every %v, below %v", spec, v.D, MinEvery)
+			if v.D < MinEvery || v.D > MaxEvery {
+				t.Fatalf("ParseSchedule(%q) = @every %v, outside [%v, %v]", spec, v.D, MinEvery, MaxEvery)
 			}
 			if got := v.Next(now); !got.Equal(now.Add(v.D)) {
 				t.Fatalf("ParseSchedule(%q).Next(now) = %v, want now+%v", spec, got, v.D)

@@ -76,6 +76,28 @@ func DefaultBreaker() Breaker {
 // On any problem Load returns a nil *Config and a Problems error listing
 // every problem found, not just the first.
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
+	return LoadWith(path, env, Options{})
+}
+
+// Options changes how LoadWith loads a config.
+type Options struct {
+	// ForStore loads the config for a command that only reads or steers the
+	// store (status, history, reset, pause, resume, trigger): these need the
+	// store, the sources' names, types and schedules, not what only the
+	// polls use. A ${VAR} that is not set, in any other value, is then no
+	// problem: it expands to "" (a placeholder no poll uses), a problem
+	// with that value is dropped, and the Fingerprint of every source such
+	// a value reaches (its own, or one in defaults) is "", which the
+	// scheduler takes for "unknown", so nothing written from it makes a
+	// daemon with the real environment see a changed configuration. store,
+	// name, type and schedule stay strict. Nor are the exec programs and
+	// directories checked (the caller's PATH may not be the daemon's), nor
+	// the admin token file read if it cannot be.
+	ForStore bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, env func(string) (string, bool), opts Options) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -83,17 +105,18 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, Problems{{Path: path, Msg: "cannot resolve path: " + err.Error()}}
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readConfigFile(abs)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, Problems{{Path: path, Msg: "cannot read config file: " + err.Error()}}
+		return nil, Problems{{Path: path, Msg: err.Error()}}
 	}
 	root, prob := parseYAML(path, data)
-	if prob != nil {
+	if prob != nil && !blank(data) {
 		return nil, Problems{*prob}
+	}
+	if root == nil || isNull(root) {
+		// A file being written (a SIGHUP in the middle of an editor's save)
+		// must not stop every source: nothing is not a config.
+		return nil, Problems{{Path: path, Msg: "config is empty (no YAML content, only white space or comments)"}}
 	}
 	l := &loader{
 		file:      path,
@@ -104,6 +127,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		checked:   map[string]string{},
 		dirs:      map[string]dirResult{},
 		schedules: map[string]parsedSchedule{},
+		forStore:  opts.ForStore,
 	}
 	cfg := l.config(root)
 	cfg.Path = abs
@@ -111,6 +135,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		return nil, ps
 	}
 	cfg.Secrets = l.secrets
+	cfg.masks = l.maskList
 	return cfg, nil
 }
 
@@ -132,15 +157,18 @@ func parseYAML(file string, data []byte) (root *yaml.Node, prob *Problem) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil // empty file
+			return nil, nil // no document: white space or comments only
 		}
-		return nil, yamlProblem(file, err)
+		return nil, yamlProblem(file, refineLine(data, err))
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Problem{Path: fmt.Sprintf("%s:%d", file, extra.Line), Msg: "more than one YAML document"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlProblem(file, err)
+		return nil, yamlProblem(file, refineLine(data, err))
 	}
 	return &doc, nil
 }
@@ -175,18 +203,26 @@ type parsedSchedule struct {
 
 // loader holds the state of one Load call.
 type loader struct {
-	file      string // config path as given, for messages
-	dir       string // absolute directory of the config file
-	env       func(string) (string, bool)
-	quiet     bool // drop problems and secrets (used for a pre-pass)
-	probs     []pendingProblem
-	secrets   []string
-	secretOK  map[string]bool
-	looked    map[string]lookResult     // exec.LookPath cache
-	checked   map[string]string         // checkExecutable cache
-	dirs      map[string]dirResult      // os.Stat cache for dir
-	schedules map[string]parsedSchedule // valid schedules by their text (they are immutable)
-	fp        fingerprinter
+	file     string // config path as given, for messages
+	dir      string // absolute directory of the config file
+	env      func(string) (string, bool)
+	quiet    bool // drop problems and secrets (used for a pre-pass)
+	probs    []pendingProblem
+	secrets  []string
+	secretOK map[string]bool
+	masks    map[string]int // value -> index in maskList
+	maskList []masked
+	// forStore is Options.ForStore; placeholders counts the unset ${VAR}s
+	// expanded to "" so far, and lenient holds the paths of the values
+	// they are in, whose problems finish drops.
+	forStore     bool
+	placeholders int
+	lenient      map[string]bool
+	looked       map[string]lookResult     // exec.LookPath cache
+	checked      map[string]string         // checkExecutable cache
+	dirs         map[string]dirResult      // os.Stat cache for dir
+	schedules    map[string]parsedSchedule // valid schedules by their text (they are immutable)
+	fp           fingerprinter
 }
 
 // addf records a problem. String and error arguments are redacted before
@@ -207,6 +243,38 @@ func (l *loader) secret(s string) {
 	l.secrets = append(l.secrets, s)
 }
 
+// mask records that value holds secrets at spans (see Redactor); spans
+// recorded for the same value before are kept.
+func (l *loader) mask(value string, spans [][2]int) {
+	if l.quiet || len(spans) == 0 {
+		return
+	}
+	if l.masks == nil {
+		l.masks = map[string]int{}
+	}
+	i, ok := l.masks[value]
+	if !ok {
+		l.masks[value] = len(l.maskList)
+		l.maskList = append(l.maskList, masked{value: value, spans: spans})
+		return
+	}
+	for _, sp := range spans {
+		l.maskList[i].spans = addSpan(l.maskList[i].spans, sp[0], sp[1])
+	}
+}
+
+// userinfo records the password in the user info of URL v, if any, as a
+// secret (rule 3.12): "http://alice:***@host/" is how v is shown.
+func (l *loader) userinfo(v string) {
+	start, end, pw, ok := userinfoPassword(v)
+	if !ok {
+		return
+	}
+	l.secret(pw)
+	l.secret(v[start:end])
+	l.mask(v, [][2]int{{start, end}})
+}
+
 // containsSecret reports whether s contains a secret recorded so far.
 func (l *loader) containsSecret(s string) bool {
 	for _, x := range l.secrets {
@@ -217,22 +285,37 @@ func (l *loader) containsSecret(s string) bool {
 	return false
 }
 
-// finish formats, redacts and de-duplicates the problems.
+// finish formats, redacts and de-duplicates the problems. An argument that
+// is a string the loader built with secrets in it is quoted in its display
+// form; any other argument has every secret masked, whatever its length
+// (it is the value complained about, not unrelated text); the rest of the
+// problem gets the loaded config's redaction (see Redactor).
 func (l *loader) finish() Problems {
 	if len(l.probs) == 0 {
 		return nil
 	}
-	r := NewRedactor(l.secrets...)
+	strict := NewRedactor(l.secrets...)
+	r := newRedactor(l.maskList, l.secrets)
+	arg := func(s string) string {
+		if i, ok := l.masks[s]; ok {
+			_, display := l.maskList[i].forms(identity)
+			return display
+		}
+		return strict.Redact(s)
+	}
 	seen := map[Problem]bool{}
 	var out Problems
 	for _, p := range l.probs {
+		if l.lenient[p.path] {
+			continue // a value with a placeholder (Options.ForStore)
+		}
 		args := make([]any, len(p.args))
 		for i, a := range p.args {
 			switch v := a.(type) {
 			case string:
-				args[i] = r.Redact(v)
+				args[i] = arg(v)
 			case error:
-				args[i] = r.Redact(v.Error())
+				args[i] = arg(v.Error())
 			default:
 				args[i] = a
 			}
@@ -244,4 +327,91 @@ func (l *loader) finish() Problems {
 		}
 	}
 	return out
+}
+
+// MaxConfigSize is the largest config file Load reads.
+const MaxConfigSize = 256 << 20
+
+// readConfigFile reads the config file at abs: a regular file (not a
+// device such as /dev/zero, a FIFO or a directory, which could be read
+// forever or block) of at most MaxConfigSize bytes, checked on the open
+// file and again while reading (it may grow meanwhile).
+func readConfigFile(abs string) ([]byte, error) {
+	// Stat before opening: opening a FIFO blocks until a writer comes.
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	if err := checkConfigFile(fi); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err == nil { // the file opened, which may have been replaced
+		err = checkConfigFile(fi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config file: %w", unwrapPath(err))
+	}
+	if len(data) > MaxConfigSize {
+		return nil, errors.New("config file is larger than the limit of 256 MiB")
+	}
+	return data, nil
+}
+
+// checkConfigFile says why fi is not a config file Load reads, or nil.
+func checkConfigFile(fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return errors.New("cannot read config file: is a directory")
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("cannot read config file: not a regular file (%s)", fileKind(fi.Mode()))
+	case fi.Size() > MaxConfigSize:
+		return fmt.Errorf("config file is larger than the limit of 256 MiB (%d bytes)", fi.Size())
+	}
+	return nil
+}
+
+// unwrapPath drops the *fs.PathError around err: the problem names the
+// file already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "type " + m.Type().String()
+}
+
+// blank reports whether data holds only white space and comments (a tab,
+// which YAML refuses as indentation, included).
+func blank(data []byte) bool {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' {
+			return false
+		}
+	}
+	return true
 }

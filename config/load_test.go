@@ -98,10 +98,10 @@ func TestDefaultsApplied(t *testing.T) {
 		t.Errorf("Secrets = %q, want none", cfg.Secrets)
 	}
 
-	// An empty file is a valid config without sources.
-	cfg, ps = loadIn(t, t.TempDir(), "", nil)
+	// A file without sources is valid; an empty one is not (see TestEmptyConfig).
+	cfg, ps = loadIn(t, t.TempDir(), "concurrency: 2\n", nil)
 	if ps != nil || len(cfg.Sources) != 0 {
-		t.Fatalf("empty file: %v %v", cfg, ps)
+		t.Fatalf("file without sources: %v %v", cfg, ps)
 	}
 }
 

@@ -18,6 +18,12 @@ import (
 // MinEvery is the shortest interval accepted by "@every D".
 const MinEvery = 100 * time.Millisecond
 
+// MaxEvery is the longest interval accepted by "@every D": 10 years
+// (87600h). It keeps the scheduler's arithmetic on D far from int64
+// overflow: a phase in [0, D), plus D, plus the Unix time in nanoseconds
+// stays below 4.8e18 until the year 2100, where int64 holds 9.2e18.
+const MaxEvery = 87600 * time.Hour
+
 // isDigits reports whether s is one or more ASCII digits.
 func isDigits(s string) bool {
 	if s == "" {
@@ -112,8 +118,9 @@ const cronOptions = cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | c
 // "TZ=...") prefix, then five cron fields (min hour dom month dow), six with
 // leading seconds, a descriptor (@hourly @daily @weekly @monthly @yearly
 // @annually @midnight) or "@every D". "@every D" yields an Every value with
-// D >= 100ms; the rest yield robfig/cron schedules. Cron schedules without a
-// time zone prefix are evaluated in the location of the time given to Next.
+// MinEvery (100ms) <= D <= MaxEvery (87600h); the rest yield robfig/cron
+// schedules. Cron schedules without a time zone prefix are evaluated in the
+// location of the time given to Next.
 // A schedule that never fires is an error.
 func ParseSchedule(spec string) (Schedule, error) {
 	s, err := parseSchedule(spec)
@@ -168,10 +175,13 @@ func parseSchedule(spec string) (Schedule, error) {
 		}
 		d, err := time.ParseDuration(ds)
 		if err != nil {
-			return nil, errors.New("invalid @every duration (use e.g. 500ms, 30s, 5m)")
+			return nil, errors.New("invalid @every duration (use e.g. 500ms, 30s, 5m; at most 87600h)")
 		}
 		if d < MinEvery {
 			return nil, fmt.Errorf("@every duration must be at least %s", MinEvery)
+		}
+		if d > MaxEvery {
+			return nil, errors.New("@every duration must be at most 87600h (10 years)")
 		}
 		return Every{D: d}, nil
 	}

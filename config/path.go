@@ -83,3 +83,24 @@ func (p path) String() string {
 	}
 	return string(b)
 }
+
+// strict reports whether p is a key that the commands on the store use
+// (see Options.ForStore): store, a source's name, type or schedule, and
+// defaults.schedule.
+func (p path) strict() bool {
+	if p.idx != 0 {
+		return false
+	}
+	switch {
+	case p.src == 0 && p.n == 1:
+		return p.elems[0] == "store"
+	case p.src == 0 && p.n == 2:
+		return p.elems[0] == "defaults" && p.elems[1] == "schedule"
+	case p.src != 0 && p.n == 1:
+		switch p.elems[0] {
+		case "name", "type", "schedule":
+			return true
+		}
+	}
+	return false
+}

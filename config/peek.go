@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,7 +27,7 @@ func PeekStore(path string, env func(string) (string, bool)) (store string, ok b
 	if err != nil {
 		return "", false
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readConfigFile(abs)
 	if err != nil {
 		return "", false
 	}

@@ -16,6 +16,7 @@ func (l *loader) expand(s string, p path) (string, bool) {
 		return s, true
 	}
 	var b strings.Builder
+	var spans [][2]int // where substituted values are in b
 	ok := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -30,7 +31,9 @@ func (l *loader) expand(s string, p path) (string, bool) {
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
 				l.addf(p, "unterminated ${ (write $$ for a literal $)")
-				return b.String(), false
+				out := b.String()
+				l.mask(out, spans)
+				return out, false
 			}
 			name := s[i+2 : i+2+end]
 			i += end + 3
@@ -40,19 +43,40 @@ func (l *loader) expand(s string, p path) (string, bool) {
 				continue
 			}
 			v, set := l.env(name)
+			if !set && l.placeholder(p) {
+				continue // expands to "" (Options.ForStore)
+			}
 			if !set {
 				l.addf(p, "environment variable %s is not set", name)
 				ok = false
 				continue
 			}
 			l.secret(v)
+			spans = addSpan(spans, b.Len(), b.Len()+len(v))
 			b.WriteString(v)
 		default:
 			b.WriteByte('$')
 			i++
 		}
 	}
-	return b.String(), ok
+	out := b.String()
+	l.mask(out, spans)
+	return out, ok
+}
+
+// placeholder reports whether a value at p that cannot be expanded is
+// taken as a placeholder (Options.ForStore; not in the keys that commands
+// on the store use), and records it.
+func (l *loader) placeholder(p path) bool {
+	if !l.forStore || l.quiet || p.strict() {
+		return false
+	}
+	l.placeholders++
+	if l.lenient == nil {
+		l.lenient = map[string]bool{}
+	}
+	l.lenient[p.String()] = true
+	return true
 }
 
 // scalar returns the expanded value of a non-null scalar; want describes the
@@ -91,6 +115,23 @@ func (l *loader) integer(n *yaml.Node, p path) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// boolean reads true or false (a YAML boolean, or a string that expands to
+// one of these words).
+func (l *loader) boolean(n *yaml.Node, p path) (bool, bool) {
+	v, ok := l.scalar(n, p, "true or false")
+	if !ok {
+		return false, false
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	l.addf(p, "expected true or false, got %q", v)
+	return false, false
 }
 
 // float reads a finite number.

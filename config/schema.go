@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +22,12 @@ type inherited struct {
 	backoff      Backoff
 	breaker      Breaker
 	errorAfter   int
+	// followRedirects is defaults.follow_redirects (nil: not set, true);
+	// http sources inherit it.
+	followRedirects *bool
+	// placeholder says that a value came from an unset ${VAR}
+	// (Options.ForStore): the sources' fingerprints are unknown.
+	placeholder bool
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -107,11 +112,7 @@ func (l *loader) store(cfg *Config) {
 		return
 	}
 	// A password written in the URL itself is a secret too.
-	if u, err := url.Parse(cfg.Store); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			l.secret(pw)
-		}
-	}
+	l.userinfo(cfg.Store)
 }
 
 // history reads the history section.
@@ -158,6 +159,9 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			}
 			a.TokenFile = l.resolve(v)
 			tok, err := ReadToken(a.TokenFile)
+			if err != nil && l.forStore {
+				continue // the admin API's, not the store commands' (Options.ForStore)
+			}
 			if err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) {
@@ -220,8 +224,8 @@ func (l *loader) log(n *yaml.Node, lg *Log) {
 // defaults reads the defaults section on top of the built-in defaults. An
 // invalid value is reported and the built-in value kept, so that sources
 // inheriting it are not reported again.
-func (l *loader) defaults(n *yaml.Node) inherited {
-	b := inherited{
+func (l *loader) defaults(n *yaml.Node) (b inherited) {
+	b = inherited{
 		scheduleSpec: DefaultSchedule,
 		schedule:     Every{D: time.Minute},
 		timeout:      DefaultTimeout,
@@ -230,7 +234,15 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 		errorAfter:   DefaultErrorAfter,
 	}
 	ps, _ := l.pairs(n, at("defaults"))
+	before := l.placeholders
+	defer func() { b.placeholder = l.placeholders != before }()
 	for _, p := range ps {
+		if p.key == "follow_redirects" {
+			if v, ok := l.boolean(p.val, at("defaults.follow_redirects")); ok {
+				b.followRedirects = &v
+			}
+			continue
+		}
 		if !l.common(&b, p, at("defaults")) {
 			l.addf(at("defaults").key(p.key), "unknown key")
 		}

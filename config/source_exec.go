@@ -44,6 +44,9 @@ func (l *loader) checkDir(dir string, kp path) {
 		r = dirResult{missing: err != nil, notDir: err == nil && !fi.IsDir()}
 		l.dirs[dir] = r
 	}
+	if (r.missing || r.notDir) && l.forStore {
+		return // only the polls need it (Options.ForStore)
+	}
 	if r.missing {
 		l.addf(kp, "directory %s does not exist", dir)
 	} else if r.notDir {
@@ -123,7 +126,7 @@ func (l *loader) program(c string, p0 path) string {
 			err = checkExecutable(abs)
 			l.checked[abs] = err
 		}
-		if err != "" {
+		if err != "" && !l.forStore { // only the polls need it (Options.ForStore)
 			l.addf(p0, "%s: %s", abs, err)
 		}
 		return abs
@@ -136,6 +139,7 @@ func (l *loader) program(c string, p0 path) string {
 	switch {
 	case r.path != "":
 		return r.path
+	case l.forStore: // only the polls need it (Options.ForStore)
 	case r.emptyPATH:
 		l.addf(p0, "%q not found: PATH is not set", c)
 	default:

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -13,6 +16,7 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 	case "url":
 		if v, ok := l.scalar(p.val, kp, "a URL"); ok {
 			s.URL = v
+			l.userinfo(v)
 			l.checkURL(v, kp)
 		}
 	case "method":
@@ -31,6 +35,10 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 		}
 	case "expect_status":
 		s.ExpectStatus = l.expectStatus(p.val, kp)
+	case "follow_redirects":
+		if v, ok := l.boolean(p.val, kp); ok {
+			s.FollowRedirects = &v
+		}
 	case "max_body":
 		if v, ok := l.scalar(p.val, kp, "a size"); ok {
 			if sz, err := parseSize(v); err != nil {
@@ -44,17 +52,56 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 	}
 }
 
-// checkURL reports a URL that is not http(s)://HOST/...
+// checkURL reports a URL that is not http(s)://HOST[:PORT]/..., saying what
+// is wrong with it.
 func (l *loader) checkURL(v string, kp path) {
-	u, err := url.Parse(v)
-	switch {
-	case err != nil:
-		l.addf(kp, "invalid URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		l.addf(kp, "invalid URL: scheme must be http or https")
-	case u.Host == "" || u.Hostname() == "":
-		l.addf(kp, "invalid URL: missing host")
+	if why := urlProblem(v, l.containsSecret(v)); why != "" {
+		l.addf(kp, "invalid URL: %s", why)
 	}
+}
+
+// urlProblem says what is wrong with URL v, or "". With secret set, v holds
+// a secret and the answer quotes no part of it.
+func urlProblem(v string, secret bool) string {
+	if v == "" {
+		return "empty"
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == ' ':
+			return "contains a space (write it as %20)"
+		case c < 0x20 || c == 0x7f:
+			return "contains a control character"
+		}
+	}
+	if !strings.Contains(v, "://") {
+		return "missing scheme: write http://HOST/... or https://HOST/..."
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && !secret {
+			return ue.Err.Error()
+		}
+		return "cannot be parsed"
+	}
+	switch {
+	case u.Scheme == "":
+		return "missing scheme: write http://HOST/... or https://HOST/..."
+	case u.Scheme != "http" && u.Scheme != "https":
+		if secret {
+			return "unsupported scheme: must be http or https"
+		}
+		return fmt.Sprintf("unsupported scheme %q: must be http or https", u.Scheme)
+	case u.Hostname() == "":
+		return "missing host"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "port must be 1..65535"
+		}
+	}
+	return ""
 }
 
 // isToken reports whether s is an RFC 9110 token.

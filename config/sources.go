@@ -9,7 +9,7 @@ import (
 // isHTTPKey reports whether key is a source key for type http only.
 func isHTTPKey(key string) bool {
 	switch key {
-	case "url", "method", "headers", "body", "expect_status", "max_body":
+	case "url", "method", "headers", "body", "expect_status", "max_body", "follow_redirects":
 		return true
 	}
 	return false
@@ -42,8 +42,10 @@ func validName(s string) bool {
 	return true
 }
 
-// sourceName reads a source's name without reporting anything.
-func (l *loader) sourceName(n *yaml.Node) string {
+// sourceName reads a source's name without reporting anything; expanded
+// says it came from a ${VAR} (it then holds a secret, and problems name the
+// source by its index).
+func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
 	// The common case: a mapping without merge keys whose name is a plain
 	// string. The first such key is the one pairs would return.
 	if d := deref(n); d != nil && d.Kind == yaml.MappingNode {
@@ -64,10 +66,10 @@ func (l *loader) sourceName(n *yaml.Node) string {
 			}
 		}
 		if val == nil && !merges {
-			return ""
+			return "", false
 		}
 		if v := deref(val); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" && !strings.Contains(v.Value, "$") {
-			return v.Value
+			return v.Value, false
 		}
 	}
 	q := &loader{dir: l.dir, env: l.env, quiet: true}
@@ -75,10 +77,11 @@ func (l *loader) sourceName(n *yaml.Node) string {
 	for _, p := range ps {
 		if p.key == "name" {
 			v, _ := q.scalar(p.val, path{}, "")
-			return v
+			d := deref(p.val)
+			return v, d != nil && strings.Contains(d.Value, "${")
 		}
 	}
-	return ""
+	return "", false
 }
 
 // sources returns the sources and an index of them by name (valid only when
@@ -88,8 +91,16 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]S
 	names := make([]string, len(items))
 	first := make(map[string]int, len(items)) // name -> index of its first source
 	var dup map[string]bool                   // names of more than one source
+	var secretName map[int]bool               // sources whose name came from a ${VAR}
 	for i, it := range items {
-		names[i] = l.sourceName(it)
+		var expanded bool
+		names[i], expanded = l.sourceName(it)
+		if expanded {
+			if secretName == nil {
+				secretName = map[int]bool{}
+			}
+			secretName[i] = true
+		}
 		if names[i] == "" {
 			continue
 		}
@@ -105,7 +116,7 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]S
 	out := make([]Source, 0, len(items))
 	for i, it := range items {
 		prefix := sourcePath(i, "")
-		if !dup[names[i]] && validName(names[i]) {
+		if !dup[names[i]] && validName(names[i]) && !secretName[i] {
 			prefix = sourcePath(i, names[i])
 		}
 		if dup[names[i]] && first[names[i]] != i {
@@ -133,6 +144,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 		return Source{}, false
 	}
 	s := Source{Method: DefaultMethod, MaxBody: DefaultMaxBody}
+	before := l.placeholders
 	l.nameAndType(&s, ps, prefix)
 	for _, p := range ps {
 		kp := prefix.key(p.key)
@@ -147,9 +159,14 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 		}
 	}
 	l.requireTypeKeys(&s, ps, prefix)
+	if s.FollowRedirects == nil && s.Type != "exec" {
+		s.FollowRedirects = b.followRedirects
+	}
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
-	s.Fingerprint = l.fp.fingerprint(&s)
+	if !b.placeholder && l.placeholders == before {
+		s.Fingerprint = l.fp.fingerprint(&s)
+	} // else "" (unknown): a value is a placeholder (Options.ForStore)
 	return s, true
 }
 

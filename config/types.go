@@ -28,9 +28,13 @@ type Config struct {
 	Limits  map[string]Limit
 	Sources []Source
 	// Secrets lists every value that must never be shown: values that came
-	// from ${VAR} expansion, every header value, the password of a
-	// PostgreSQL store URL and the admin token (Load reads admin.token_file).
+	// from ${VAR} expansion, every header value, the password in the user
+	// info of a source's URL or of a PostgreSQL store URL and the admin
+	// token (Load reads admin.token_file).
 	Secrets []string
+
+	// masks are the strings Load built with secrets in them (see Redactor).
+	masks []masked
 
 	// byName indexes Sources by name (set by Load; Source falls back to a
 	// scan when it is missing or stale).
