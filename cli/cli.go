@@ -145,15 +145,7 @@ func (f *flags) parse(args []string) ([]string, error) {
 // load loads the config named by -config; a config this build cannot
 // run (see unsupported) is reported as invalid.
 func (f *flags) load(env Env) (*config.Config, error) {
-	cfg, err := config.Load(*f.config, env.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	if ps := unsupported(cfg); ps != nil {
-		return nil, ps
-	}
-	f.cfg = cfg
-	return cfg, nil
+	return f.loadWith(env, config.Options{})
 }
 
 // loadForStore loads the config named by -config for a command that only
@@ -161,9 +153,18 @@ func (f *flags) load(env Env) (*config.Config, error) {
 // may be missing (config.Options.ForStore), as they are in an operator's
 // shell when systemd's EnvironmentFile= gave them to the daemon.
 func (f *flags) loadForStore(env Env) (*config.Config, error) {
-	cfg, err := config.LoadWith(*f.config, env.LookupEnv, config.Options{ForStore: true})
+	return f.loadWith(env, config.Options{ForStore: true})
+}
+
+// loadWith loads the config named by -config with opts and reports what
+// this build cannot run (unsupported) as problems.
+func (f *flags) loadWith(env Env, opts config.Options) (*config.Config, error) {
+	cfg, err := config.LoadWith(*f.config, env.LookupEnv, opts)
 	if err != nil {
 		return nil, err
+	}
+	if ps := unsupported(cfg); ps != nil {
+		return nil, ps
 	}
 	f.cfg = cfg
 	return cfg, nil
