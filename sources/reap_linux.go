@@ -184,6 +184,12 @@ func sweepOne(pid int, entry []byte, sid int, killed map[int]bool) bool {
 		got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		return got == pid
 	}
+	if killed[pid] {
+		// Killed but not yet a zombie: while it exits its environment may
+		// no longer be readable. Wait for it (bounded by sweepBound) so
+		// that it is reaped, not left a zombie.
+		return true
+	}
 	if !hasTag(pid, entry) {
 		return false
 	}
