@@ -20,6 +20,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/dashboard"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -85,8 +86,12 @@ func cmdRun(args []string, env Env) (err error) {
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 		defer ln.Close() // Serve closes it too; this covers a failed start
+		var dash *dashboard.Dashboard
+		if dash, err = dashboard.New(sched, dashboard.Options{Token: token, Logger: log}); err != nil {
+			return err
+		}
 		srv = &http.Server{
-			Handler:           admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}),
+			Handler:           admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash}),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			WriteTimeout:      60 * time.Second,
