@@ -190,9 +190,10 @@ func (d *Dashboard) strip(ctx context.Context, name string) []stripItem {
 	}
 	out := make([]stripItem, len(recs))
 	for i, rec := range recs {
-		t := rec.StartedAt.UTC().Format(time.RFC3339) + " " + rec.Outcome
+		// Short: 20 of them per row make most of the page's weight.
+		t := rec.StartedAt.UTC().Format("01-02 15:04:05") + " " + rec.Outcome
 		if rec.Error != "" {
-			t += ": " + shorten(rec.Error, 80)
+			t += ": " + shorten(rec.Error, 48)
 		}
 		out[len(recs)-1-i] = stripItem{Outcome: rec.Outcome, Title: t}
 	}
