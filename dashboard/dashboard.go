@@ -136,7 +136,11 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Not "no-referrer": with it a browser sends "Origin: null" on the
+	// page's own form POSTs (Fetch, "serializing a request origin"), which
+	// the admin guard refuses as foreign. "same-origin" sends no referrer
+	// to any other site and keeps the page's Origin on its own POSTs.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	d.mux.ServeHTTP(w, r)
 }

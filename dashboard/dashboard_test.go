@@ -16,7 +16,7 @@ func wantSecurityHeaders(t *testing.T, what string, a answer) {
 		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 		"X-Content-Type-Options": "nosniff",
-		"Referrer-Policy":        "no-referrer",
+		"Referrer-Policy":        "same-origin",
 	}
 	for k, v := range want {
 		if got := a.header.Get(k); got != v {
