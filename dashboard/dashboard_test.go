@@ -202,7 +202,8 @@ func TestSourcePage(t *testing.T) {
 		}
 	}
 	d := f.get("/sources/down")
-	for _, s := range []string{"Last 2 polls", "502 Bad Gateway", "backoff: failure 2, next attempt in ", "<dt>error_after</dt><dd class=\"text\">never</dd>"} {
+	for _, s := range []string{"Last 2 polls", "502 Bad Gateway", "backoff: failure 2, next attempt in ", "<dt>error_after</dt><dd class=\"text\">never</dd>",
+		"initial 1s, max 15m, multiplier 2"} {
 		if !strings.Contains(d.body, s) {
 			t.Errorf("GET /sources/down lacks %q", s)
 		}
