@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +217,20 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Errorf("broken-y left error without a reset: %s", o)
 	}
 	screenshot(t, ctx, t.TempDir(), "source.png")
+
+	// The overview refreshes its table without reloading the page: a
+	// change made through the API shows up, the page's own state (a mark
+	// left in it) survives. It refreshes every 5 s: this waits at most 10.
+	run(t, ctx, "load the overview again", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#sources tr.row")),
+		js(`window.pacerMark = 1`))
+	if code, body := d.do(http.MethodPost, "/api/sources/web-b/pause", "", `{"reason": "refresh check"}`); code != http.StatusOK {
+		t.Fatalf("pause web-b: %d %s", code, body)
+	}
+	run(t, ctx, "wait for the refresh",
+		loaded(`window.pacerMark === 1 && document.querySelector('tr[data-name="web-b"]').dataset.state === "paused"`))
+	if why := get(t, ctx, "read web-b's explanation", chromedp.Text(css(`tr[data-name="web-b"] td.why`))); why != "paused: refresh check" {
+		t.Errorf("web-b's explanation after the refresh: %q", why)
+	}
 	t.Logf("browser test took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -71,6 +71,10 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 		}
 		return fmt.Sprintf("backoff: failure %d%s, next attempt %s", n, of, next)
 	}
+	if st.NextRunAt == nil && st.LastRunAt == nil {
+		// Never loaded by a daemon (the CLI reading a store without one).
+		return "first poll at its first schedule tick"
+	}
 	if next == "due now" {
 		return "due now"
 	}

@@ -64,6 +64,8 @@ func TestExplain(t *testing.T) {
 			"next poll in 2 h 5 min"},
 		{"pending", src(10), store.SourceState{NextRunAt: at(5 * time.Second)}, QueueInfo{},
 			"first poll in 5 s"},
+		{"never loaded", src(10), store.SourceState{}, QueueInfo{},
+			"first poll at its first schedule tick"},
 		{"pending days", src(10), store.SourceState{NextRunAt: at(72 * time.Hour)}, QueueInfo{},
 			"first poll in 3 d"},
 	}
