@@ -31,6 +31,10 @@ const maxBody = 64 << 10
 type Controller interface {
 	Sources() []scheduler.SourceObject
 	Source(name string) (scheduler.SourceObject, error)
+	// ExplainSources and ExplainSource are the source objects with their
+	// "why" (what GET /api/sources answers).
+	ExplainSources(names []string) []scheduler.Explained
+	ExplainSource(name string) (scheduler.Explained, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	Reset(name string) (scheduler.SourceObject, error)
 	Pause(name, reason string) (scheduler.SourceObject, error)
@@ -47,6 +51,9 @@ type Options struct {
 	// on every POST.
 	Token  string
 	Logger *slog.Logger
+	// Dashboard, if set, serves the status page for people at "/", under
+	// "/sources/" and "/dash/" (package dashboard), behind the same guard.
+	Dashboard http.Handler
 }
 
 // NewHandler returns the API's handler. Every request passes guard first
@@ -67,6 +74,11 @@ func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler 
 	mux.Handle("/api/sources/{name}/trigger", only(http.MethodPost, a.auth(a.trigger)))
 	mux.Handle("/api/sources/{name}/pause", only(http.MethodPost, a.auth(a.pause)))
 	mux.Handle("/api/sources/{name}/resume", only(http.MethodPost, a.auth(a.resume)))
+	if opts.Dashboard != nil {
+		mux.Handle("/{$}", opts.Dashboard)
+		mux.Handle("/sources/", opts.Dashboard)
+		mux.Handle("/dash/", opts.Dashboard)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
@@ -122,11 +134,11 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) list(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.c.Sources())
+	writeJSON(w, http.StatusOK, a.c.ExplainSources(nil))
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
-	o, err := a.c.Source(r.PathValue("name"))
+	o, err := a.c.ExplainSource(r.PathValue("name"))
 	a.answer(w, http.StatusOK, o, err)
 }
 

@@ -73,22 +73,24 @@ func cmdStatus(args []string, env Env) (err error) {
 	}
 	now := time.Now()
 	redact := cfg.Redactor().Redact
-	view := func(src *config.Source) scheduler.SourceObject {
+	// The daemon's queues are not in the store: Explain gets no QueueInfo.
+	view := func(src *config.Source) scheduler.Explained {
 		s, ok := byName[src.Name]
 		if !ok {
 			s = store.SourceState{Name: src.Name}
 		}
-		return scheduler.View(src, &s, now, redact)
+		return scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
+			Why: scheduler.Explain(src, &s, now, scheduler.QueueInfo{}, redact)}
 	}
 	if only != nil {
 		o := view(only)
 		if *asJSON {
 			return printJSON(env.Stdout, o)
 		}
-		printStatusTable(env.Stdout, []scheduler.SourceObject{o}, now)
+		printStatusTable(env.Stdout, []scheduler.Explained{o}, now)
 		return nil
 	}
-	objs := make([]scheduler.SourceObject, 0, len(cfg.Sources))
+	objs := make([]scheduler.Explained, 0, len(cfg.Sources))
 	for i := range cfg.Sources {
 		objs = append(objs, view(&cfg.Sources[i]))
 	}
@@ -100,9 +102,9 @@ func cmdStatus(args []string, env Env) (err error) {
 }
 
 // printStatusTable prints an aligned table a person can read at a glance.
-func printStatusTable(w io.Writer, objs []scheduler.SourceObject, now time.Time) {
+func printStatusTable(w io.Writer, objs []scheduler.Explained, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR\tWHY")
 	for _, o := range objs {
 		next := "-"
 		if o.NextRunAt != nil {
@@ -114,7 +116,7 @@ func printStatusTable(w io.Writer, objs []scheduler.SourceObject, now time.Time)
 		} else if o.PausedReason != "" {
 			lastErr = "paused: " + o.PausedReason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 60), clip(o.Why, 80))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/dashboard"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
@@ -91,11 +92,15 @@ func cmdRun(args []string, env Env) (err error) {
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 		defer ln.Close() // Serve closes it too; this covers a failed start
+		var dash *dashboard.Dashboard
+		if dash, err = dashboard.New(sched, dashboard.Options{Token: token, Logger: log}); err != nil {
+			return err
+		}
 		// At most adminConns connections (and one being accepted): the
 		// admin port's share of the descriptor headroom (rule 7.3).
 		lim := admin.LimitListener(ln, adminConns)
 		ln = lim
-		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log}), lim)
+		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash}), lim)
 	}
 
 	sigs := make(chan os.Signal, 4)

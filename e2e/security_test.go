@@ -359,7 +359,7 @@ sources:
 		}
 	}
 	for _, c := range []struct{ method, path string }{
-		{http.MethodGet, "/"}, {http.MethodGet, "/api/sources/"}, {http.MethodGet, "/api/sources/fail/x"}, {http.MethodGet, "/debug/pprof/"},
+		{http.MethodGet, "/nope"}, {http.MethodGet, "/api/sources/"}, // "/" is the dashboard {http.MethodGet, "/api/sources/fail/x"}, {http.MethodGet, "/debug/pprof/"},
 		{http.MethodGet, "/api/sources/nope"}, {http.MethodGet, "/api/sources/nope/history"}, {http.MethodPost, "/api/sources/nope/pause"},
 		{http.MethodPost, "/nope"},
 	} {

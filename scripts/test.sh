@@ -5,6 +5,7 @@
 #
 # What the tests need beyond Go and gcc (cgo for SQLite):
 #   systemd-analyze  (package systemd)   verifies deploy/pacer.service
+#   chromium         (package chromium)  the status page's browser test (e2e/dashboard_test.go)
 # A test that needs one of these fails, never skips, when it is missing, and
 # its message names the package.
 set -euo pipefail
@@ -22,6 +23,7 @@ need() { # command package
 }
 
 need systemd-analyze systemd
+need chromium chromium
 
 if [ $# -eq 0 ]; then set -- ./...; fi
 go test -race "$@"

@@ -1,0 +1,116 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/dashboard"
+	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// fakeController is a daemon of n sources held in memory, for the
+// benchmark only (the handler tests use the real scheduler). Rows copies
+// its slice per call, as the scheduler does.
+type fakeController struct {
+	rows []scheduler.Row
+	objs map[string]scheduler.Explained
+	hist []store.PollRecord
+}
+
+var _ dashboard.Controller = (*fakeController)(nil)
+
+func newFake(n int) *fakeController {
+	now := time.Now()
+	states := scheduler.AllStates
+	f := &fakeController{objs: make(map[string]scheduler.Explained, n)}
+	for i := range n {
+		name := fmt.Sprintf("source-%06d", i)
+		st := states[i%len(states)]
+		next := now.Add(time.Duration(i%3600) * time.Second)
+		last := now.Add(-time.Duration(i%600) * time.Second)
+		f.rows = append(f.rows, scheduler.Row{Name: name, Type: "http", State: st, Failures: i % 7, LastSuccess: last.UnixNano(), NextRun: next.UnixNano()})
+		f.objs[name] = scheduler.Explained{
+			SourceObject: scheduler.SourceObject{Name: name, Type: "http", Schedule: "@every 1m", State: st, ConsecutiveFailures: i % 7,
+				Breaker: "closed", NextRunAt: &next, LastRunAt: &last, LastSuccessAt: &last,
+				LastError: "GET https://example.com/" + name + ": 502 Bad Gateway"},
+			Why: "backoff: failure 3 of 10, next attempt in 42 s",
+		}
+	}
+	for i := range 20 {
+		rec := store.PollRecord{StartedAt: now.Add(-time.Duration(i) * time.Minute), DurationMs: 120, Outcome: store.OutcomeSuccess}
+		if i%4 == 0 { // a quarter of the polls failed
+			rec.Outcome, rec.Error = store.OutcomeFailure, "GET https://example.com/x: 502 Bad Gateway"
+		}
+		f.hist = append(f.hist, rec)
+	}
+	return f
+}
+
+func (f *fakeController) Rows() []scheduler.Row { return append([]scheduler.Row(nil), f.rows...) }
+func (f *fakeController) ExplainSources(names []string) []scheduler.Explained {
+	out := make([]scheduler.Explained, 0, len(names))
+	for _, n := range names {
+		out = append(out, f.objs[n])
+	}
+	return out
+}
+func (f *fakeController) ExplainSource(name string) (scheduler.Explained, error) {
+	return f.objs[name], nil
+}
+func (f *fakeController) SourceConfig(name string) (config.Source, *config.Redactor, error) {
+	return config.Source{Name: name, Type: "http", URL: "https://example.com/"}, nil, nil
+}
+func (f *fakeController) History(context.Context, string, int) ([]store.PollRecord, error) {
+	return f.hist, nil
+}
+func (f *fakeController) Reset(string) (scheduler.SourceObject, error) {
+	return scheduler.SourceObject{}, nil
+}
+func (f *fakeController) Pause(string, string) (scheduler.SourceObject, error) {
+	return scheduler.SourceObject{}, nil
+}
+func (f *fakeController) Resume(string) (scheduler.SourceObject, error) {
+	return scheduler.SourceObject{}, nil
+}
+func (f *fakeController) Trigger(string) error        { return nil }
+func (f *fakeController) Ready(context.Context) error { return nil }
+func (f *fakeController) Load() (int, int)            { return 3, 16 }
+
+// BenchmarkDashboardPage renders pages of the table over 100,000 sources
+// (contract 11.2: each answered within 200 ms), reporting the time per page
+// and its weight. Nothing is asserted about the time.
+func BenchmarkDashboardPage(b *testing.B) {
+	const n = 100_000
+	d, err := dashboard.New(newFake(n), dashboard.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, path string }{
+		{"first", "/"},
+		{"filter", "/?state=error"},
+		{"search", "/?q=source-0999"},
+		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
+		{"live-fragment", "/dash/live?sort=name&page=2"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				r := httptest.NewRequest(http.MethodGet, c.path, nil)
+				r.RemoteAddr = "127.0.0.1:1234"
+				d.ServeHTTP(w, r)
+				if w.Code != http.StatusOK {
+					b.Fatalf("GET %s: %d", c.path, w.Code)
+				}
+				size = w.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler"
+)
+
+// setting is one line of a source's settings, secrets masked.
+type setting struct {
+	Key, Value string
+}
+
+// settings lists a source's effective settings for its page. Header values
+// are never shown (any of them may be a credential); every other text goes
+// through redact, which masks the ${VAR} values and the other secrets.
+func settings(src *config.Source, redact func(string) string) []setting {
+	out := []setting{
+		{"type", src.Type},
+		{"schedule", redact(src.ScheduleSpec)},
+		{"timeout", dur(src.Timeout)},
+		{"backoff", fmt.Sprintf("initial %s, max %s, multiplier %g, jitter %g",
+			dur(src.Backoff.Initial), dur(src.Backoff.Max), src.Backoff.Multiplier, src.Backoff.Jitter)},
+	}
+	if src.Breaker.Failures > 0 {
+		out = append(out, setting{"breaker", fmt.Sprintf("opens after %d failures, cooldown %s", src.Breaker.Failures, dur(src.Breaker.Cooldown))})
+	} else {
+		out = append(out, setting{"breaker", "disabled"})
+	}
+	if src.ErrorAfter > 0 {
+		out = append(out, setting{"error_after", strconv.Itoa(src.ErrorAfter) + " consecutive failures"})
+	} else {
+		out = append(out, setting{"error_after", "never"})
+	}
+	if src.Limit != "" {
+		out = append(out, setting{"limit", src.Limit})
+	}
+	switch src.Type {
+	case "http":
+		out = append(out, setting{"method", src.Method}, setting{"url", redact(src.URL)})
+		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
+			out = append(out, setting{"header " + k, "***"})
+		}
+		if src.Body != "" {
+			out = append(out, setting{"body", shorten(redact(src.Body), 200)})
+		}
+		exp := "any 2xx"
+		if len(src.ExpectStatus) > 0 {
+			exp = strings.Trim(fmt.Sprint(src.ExpectStatus), "[]")
+		}
+		out = append(out, setting{"expect_status", exp}, setting{"max_body", strconv.FormatInt(src.MaxBody, 10) + " bytes"})
+		if src.FollowRedirects != nil && !*src.FollowRedirects {
+			out = append(out, setting{"follow_redirects", "false"})
+		}
+	case "exec":
+		args := make([]string, len(src.Command))
+		for i, a := range src.Command {
+			args[i] = strconv.Quote(redact(a))
+		}
+		out = append(out, setting{"command", strings.Join(args, " ")})
+		for _, k := range slices.Sorted(maps.Keys(src.Env)) {
+			out = append(out, setting{"env " + k, redact(src.Env[k])})
+		}
+		if src.Dir != "" {
+			out = append(out, setting{"dir", redact(src.Dir)})
+		}
+	}
+	return out
+}
+
+// dur is d as written in a config: "1m", "1h30m", "250ms" (not "1m0s").
+func dur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// timeView is a time shown relative to now, with the exact time on hover.
+type timeView struct {
+	ISO  string // RFC 3339 UTC; "" = none
+	Text string // "in 42 s", "3 min ago", "—"
+}
+
+// funcs are the templates' helpers.
+func (d *Dashboard) funcs() template.FuncMap {
+	return template.FuncMap{
+		"when": func(t *time.Time) timeView {
+			if t == nil || t.IsZero() {
+				return timeView{Text: "—"}
+			}
+			return timeView{ISO: t.UTC().Format(time.RFC3339), Text: relativeTo(*t, d.now())}
+		},
+		"at": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"num": func(p *int) string {
+			if p == nil {
+				return ""
+			}
+			return strconv.Itoa(*p)
+		},
+		"states":    func() []string { return scheduler.AllStates[:] },
+		"refreshMs": func() int64 { return d.refresh.Milliseconds() },
+	}
+}
+
+// relativeTo is t relative to now: "in 42 s", "3 min ago", "now".
+func relativeTo(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d > -time.Second && d < time.Second:
+		return "now"
+	case d > 0:
+		return "in " + scheduler.Relative(d)
+	}
+	return scheduler.Relative(-d) + " ago"
+}

@@ -1,0 +1,172 @@
+package dashboard
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pacer-dev/pacer/scheduler"
+)
+
+// PerPage is the number of sources on a page of the table.
+const PerPage = 50
+
+// maxSearch bounds the search text.
+const maxSearch = 200
+
+// listQuery is the table's view: ?state=error&q=api&sort=next&order=desc&page=2.
+type listQuery struct {
+	State string // "" or one of scheduler.AllStates
+	Q     string // substring of the name
+	Sort  string // a key of sorter; "" = configuration order
+	Desc  bool
+	Page  int // from 1
+}
+
+// sorter returns the order of a column ("name", "type", "state",
+// "failures", "success", "next"), or nil for an unknown key.
+func sorter(key string) func(a, b scheduler.Row) int {
+	switch key {
+	case "name":
+		return func(a, b scheduler.Row) int { return strings.Compare(a.Name, b.Name) }
+	case "type":
+		return func(a, b scheduler.Row) int { return strings.Compare(a.Type, b.Type) }
+	case "state":
+		return func(a, b scheduler.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
+	case "failures":
+		return func(a, b scheduler.Row) int { return cmp.Compare(a.Failures, b.Failures) }
+	case "success":
+		return func(a, b scheduler.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
+	case "next":
+		return func(a, b scheduler.Row) int { return cmpTime(a.NextRun, b.NextRun) }
+	}
+	return nil
+}
+
+// cmpTime orders UnixNano times, "none" (0) after every time.
+func cmpTime(a, b int64) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return cmp.Compare(a, b)
+}
+
+// stateRank orders states from the worst (error) to the calmest.
+func stateRank(s string) int {
+	for i, st := range []string{scheduler.StateError, scheduler.StateOpen, scheduler.StateHalfOpen,
+		scheduler.StateBackoff, scheduler.StateThrottled, scheduler.StatePaused, scheduler.StatePending, scheduler.StateOK} {
+		if s == st {
+			return i
+		}
+	}
+	return 99
+}
+
+// parseQuery reads the table's parameters; a bad one is an error naming it.
+func parseQuery(v url.Values) (listQuery, error) {
+	q := listQuery{State: v.Get("state"), Q: strings.TrimSpace(v.Get("q")), Sort: v.Get("sort"), Page: 1}
+	if q.State != "" && !slices.Contains(scheduler.AllStates[:], q.State) {
+		return q, fmt.Errorf("state: %q is not one of %s", q.State, strings.Join(scheduler.AllStates[:], ", "))
+	}
+	if len(q.Q) > maxSearch {
+		return q, fmt.Errorf("q: longer than %d bytes", maxSearch)
+	}
+	if q.Sort != "" && sorter(q.Sort) == nil {
+		return q, fmt.Errorf("sort: %q is not one of name, type, state, failures, success, next", q.Sort)
+	}
+	switch o := v.Get("order"); o {
+	case "", "asc":
+	case "desc":
+		q.Desc = true
+	default:
+		return q, fmt.Errorf("order: %q is not asc or desc", o)
+	}
+	if p := v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return q, fmt.Errorf("page: %q is not a whole number from 1", p)
+		}
+		q.Page = n
+	}
+	return q, nil
+}
+
+// values is q as query parameters (defaults left out), with page set.
+func (q listQuery) values(page int) url.Values {
+	v := url.Values{}
+	if q.State != "" {
+		v.Set("state", q.State)
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+		if q.Desc {
+			v.Set("order", "desc")
+		}
+	}
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	return v
+}
+
+// href is the overview's URL for q at page.
+func (q listQuery) href(page int) string {
+	if e := q.values(page).Encode(); e != "" {
+		return "/?" + e
+	}
+	return "/"
+}
+
+// selection is one page of the table.
+type selection struct {
+	Rows    []scheduler.Row // the page's rows
+	Matched int             // rows that pass the filter and the search
+	Page    int             // the page shown (clamped to the last one)
+	Pages   int
+}
+
+// selectRows filters, searches, sorts and cuts rows (which it may reorder:
+// Rows returns a fresh slice per request) to the page q asks for.
+func selectRows(rows []scheduler.Row, q listQuery) selection {
+	needle := strings.ToLower(q.Q)
+	kept := rows[:0:0]
+	if q.State == "" && needle == "" {
+		kept = rows
+	} else {
+		for _, r := range rows {
+			if (q.State == "" || r.State == q.State) && (needle == "" || strings.Contains(strings.ToLower(r.Name), needle)) {
+				kept = append(kept, r)
+			}
+		}
+	}
+	if f := sorter(q.Sort); f != nil {
+		// Names are unique: ties go by name, ascending, whatever the order.
+		desc := q.Desc
+		slices.SortFunc(kept, func(a, b scheduler.Row) int {
+			c := f(a, b)
+			if desc {
+				c = -c
+			}
+			if c == 0 {
+				c = strings.Compare(a.Name, b.Name)
+			}
+			return c
+		})
+	}
+	s := selection{Matched: len(kept), Pages: max(1, (len(kept)+PerPage-1)/PerPage)}
+	s.Page = min(q.Page, s.Pages)
+	lo := (s.Page - 1) * PerPage
+	s.Rows = kept[lo:min(lo+PerPage, len(kept))]
+	return s
+}

@@ -1,0 +1,139 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// QueueInfo is what only the running scheduler knows of a source's wait:
+// whether it has been dispatched (queued, waiting for permits or polling)
+// and, when it waits in a queue, where. The zero value is "idle", which is
+// all the CLI can say when it reads the store.
+type QueueInfo struct {
+	// Busy: dispatched and not finished (a job of the source exists).
+	Busy bool
+	// Queue is where a busy source waits: "" (not in a queue: it holds its
+	// permits and polls), QueueGlobal, or the name of its limits group.
+	Queue string
+	// Ahead is the number of jobs ahead of it in Queue.
+	Ahead int
+}
+
+// QueueGlobal names the global queue (waiting for one of the `concurrency`
+// permits) in QueueInfo.Queue.
+const QueueGlobal = "*"
+
+// Explain says in words why a source is not polling at now, or what it is
+// doing (contract section 11.2): one pure function of the source's
+// configuration, its state, now and its place in the scheduler's queues.
+// Times are shown in UTC; redact masks secrets in the texts it quotes (nil:
+// none).
+func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueInfo, redact func(string) string) string {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	switch {
+	case q.Busy && q.Queue == "":
+		return "polling now"
+	case q.Busy:
+		return waitingText(q)
+	case st.Paused:
+		return "paused: " + redact(st.PausedReason)
+	case st.ErrorReason != "":
+		return "error: " + redact(st.ErrorReason) + "; reset to resume"
+	}
+	next := "due now"
+	if st.NextRunAt != nil && st.NextRunAt.After(now) {
+		next = "in " + Relative(st.NextRunAt.Sub(now))
+	}
+	if st.LastOutcome == store.OutcomeThrottled {
+		return "throttled: next attempt " + next
+	}
+	switch breakerOf(st, now) {
+	case breaker.Open:
+		return fmt.Sprintf("breaker open until %s (cooldown %s)", wallClock(*st.BreakerUntil, now), shortDuration(src.Breaker.Cooldown))
+	case breaker.HalfOpen:
+		return "breaker half-open: the next poll is its probe, " + next
+	}
+	if n := st.ConsecutiveFailures; n > 0 {
+		of := ""
+		if src.ErrorAfter > 0 {
+			of = fmt.Sprintf(" of %d", src.ErrorAfter)
+		}
+		if next == "due now" {
+			return fmt.Sprintf("backoff: failure %d%s, next attempt due now", n, of)
+		}
+		return fmt.Sprintf("backoff: failure %d%s, next attempt %s", n, of, next)
+	}
+	if st.NextRunAt == nil && st.LastRunAt == nil {
+		// Never loaded by a daemon (the CLI reading a store without one).
+		return "first poll at its first schedule tick"
+	}
+	if next == "due now" {
+		return "due now"
+	}
+	if st.LastRunAt == nil {
+		return "first poll " + next
+	}
+	return "next poll " + next
+}
+
+// waitingText explains a source waiting in a queue for its permits.
+func waitingText(q QueueInfo) string {
+	s := "waiting for a permit"
+	if q.Queue != QueueGlobal {
+		s += " of group " + q.Queue
+	}
+	if q.Ahead > 0 {
+		s += fmt.Sprintf(" (%d ahead)", q.Ahead)
+	}
+	return s
+}
+
+// Relative renders a positive duration for people: "42 s", "3 min",
+// "2 h 5 min", "3 d". Anything under a second is "1 s" (it is not due yet).
+func Relative(d time.Duration) string {
+	secs := int64(math.Ceil(d.Seconds()))
+	switch {
+	case secs < 1:
+		return "1 s"
+	case secs < 90:
+		return fmt.Sprintf("%d s", secs)
+	case secs < 90*60:
+		return fmt.Sprintf("%d min", (secs+30)/60)
+	case secs < 48*3600:
+		h, m := secs/3600, secs%3600/60
+		if m == 0 {
+			return fmt.Sprintf("%d h", h)
+		}
+		return fmt.Sprintf("%d h %d min", h, m)
+	}
+	return fmt.Sprintf("%d d", secs/86400)
+}
+
+// wallClock shows t (UTC) as 15:04:05, with the date when it is not today's.
+func wallClock(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.Format(time.DateOnly) != now.Format(time.DateOnly) {
+		return t.Format("2006-01-02 15:04:05")
+	}
+	return t.Format(time.TimeOnly)
+}
+
+// shortDuration is d.String() without its zero tails: "1m", "1h30m", "20s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
