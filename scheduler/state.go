@@ -66,9 +66,29 @@ func breakerOf(st *store.SourceState, now time.Time) string {
 // cooldown. pacer_polls_total counts it under the same name.
 const kindRejected = countRejected
 
+// kindLocal is the outcome of a poll that failed for lack of pacer's own
+// resources (sources.ErrLocal: EMFILE, ENFILE, ENOMEM, a refused fork): the
+// daemon's fault, not the source's. It is not a poll of the source: no
+// record (history keeps the outcomes of contract section 5), no count in
+// polls_total or failures_total, no change to consecutive_failures, the
+// breaker, error_after, last_error or the state shown; only the next run
+// moves, to a retry (localRetry). pacer_polls_total counts it as
+// "local_error".
+const kindLocal = countLocal
+
+// localBackoff is the retry policy of local errors, rule 3.4's formula with
+// the daemon's parameters rather than the source's (the shortage is the
+// daemon's): 1 s after the first consecutive local error of a source,
+// doubling to at most 1 min, +/-20% so that sources hit together retry
+// apart, and never later than the source's next schedule tick.
+func localBackoff() breaker.Backoff {
+	return breaker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.2}
+}
+
 // outcome is what a finished poll contributes to a source's state.
 type outcome struct {
-	kind       string // store.Outcome* or kindRejected
+	kind       string // store.Outcome*, kindRejected or kindLocal
+	local      int    // kindLocal: the source's consecutive local errors, this one included
 	err        string // redacted error text, "" on success
 	retryAfter string // raw Retry-After of a throttled answer
 	start, end time.Time
@@ -94,6 +114,11 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 	case kindRejected:
 		setBreaker(&st, o.brk)
 		next := nextRun(end, tm, notBefore, o.brk)
+		st.NextRunAt = &next
+		return st
+	case kindLocal:
+		setBreaker(&st, o.brk)
+		next := localRetry(end, tm, o.local, o.jitter)
 		st.NextRunAt = &next
 		return st
 	}
@@ -145,6 +170,20 @@ func nextRun(now time.Time, tm timing, notBefore time.Time, brk breaker.Snapshot
 		next = later(next, brk.Until.Add(time.Millisecond))
 	}
 	return ceilMicro(next)
+}
+
+// localRetry is when a source is polled again after its k-th consecutive
+// local error at now: after localBackoff's delay, but no later than its
+// next schedule tick (a retry never postpones a regular poll). It is always
+// after now: localBackoff never yields less than 800 ms, and a tick is
+// strictly after now. The memory of the backoff is k, kept by the scheduler
+// per source and cleared by any other outcome.
+func localRetry(now time.Time, tm timing, k int, jitter float64) time.Time {
+	retry := localBackoff().NextAttemptAt(now, max(k, 1), jitter)
+	if tick := tm.next(now); tick.Before(retry) {
+		retry = tick
+	}
+	return ceilMicro(retry)
 }
 
 // setBreaker records the breaker state b in st. It is the one place that
