@@ -37,6 +37,10 @@ func (s *Scheduler) loop(ctx context.Context) {
 			s.due.remove(e)
 			s.dispatch(e, now, false)
 		}
+		if len(s.flapping) > 0 && !now.Before(s.flapSweepAt) {
+			s.sweepFlaps(now, false)
+			s.flapSweepAt = now.Add(time.Second)
+		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
 		if _, at, ok := s.due.top(); ok && !s.stopped {

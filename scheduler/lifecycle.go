@@ -139,6 +139,9 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 
 	s.dispatching.stop()
 	s.drainPolls(timeout)
+	s.mu.Lock()
+	s.sweepFlaps(s.clock.Now(), true) // report what is coalesced
+	s.mu.Unlock()
 	s.flushing.stop()
 	err := s.flush.flushFinal(10 * time.Second)
 	s.transport.close()

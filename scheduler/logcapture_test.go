@@ -37,14 +37,23 @@ func (c logCapture) Handle(_ context.Context, r slog.Record) error {
 
 // lines returns the records whose message is msg, each as its attributes.
 func (c logCapture) lines(msg string) []map[string]string {
+	var out []map[string]string
+	for _, m := range c.all() {
+		if m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// all returns every record, in order, each as its attributes with its
+// message ("msg"), time and level.
+func (c logCapture) all() []map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []map[string]string
 	for _, r := range *c.recs {
-		if r.Message != msg {
-			continue
-		}
-		m := map[string]string{"time": r.Time.UTC().Format(time.RFC3339Nano), "level": r.Level.String()}
+		m := map[string]string{"msg": r.Message, "time": r.Time.UTC().Format(time.RFC3339Nano), "level": r.Level.String()}
 		r.Attrs(func(a slog.Attr) bool {
 			m[a.Key] = a.Value.String()
 			return true

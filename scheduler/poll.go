@@ -256,15 +256,17 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
 	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
 		e.brk = nil
 	}
-	reason := o.err
+	e.st.UpdatedAt = o.end.UTC()
 	if e.resetPending {
+		// An operator's change: always logged.
 		e.resetPending = false
 		e.st = resetState(e.st, e.timing, o.end)
 		e.brk = nil
-		reason = "reset"
+		s.flushFlap(e, o.end, prev)
+		s.logChange(e, prev, o.end, "reset")
+		return
 	}
-	e.st.UpdatedAt = o.end.UTC()
-	s.logChange(e, prev, o.end, reason)
+	s.logPollChange(e, prev, o.end, o.err)
 }
 
 // countSkipped counts the ticks of j's source that passed between its

@@ -95,8 +95,12 @@ type Scheduler struct {
 	wake    chan struct{}
 	// localLog rate-limits the warnings about local errors (mu held).
 	localLog localLog
-	started  bool
-	stopped  bool
+	// flapping lists the sources with coalesced throttle transitions to
+	// report (flaplog.go); flapSweepAt is the loop's next look at them.
+	flapping    []*entry
+	flapSweepAt time.Time
+	started     bool
+	stopped     bool
 
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
@@ -132,7 +136,8 @@ type entry struct {
 	removed      bool  // dropped from the config while busy
 	resetPending bool  // reset while polling: applied when the poll ends
 	savedSeq     uint64
-	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
+	localErrs    int        // consecutive local errors (kindLocal), the memory of localRetry
+	flap         flapWindow // coalescing of its throttle transitions
 }
 
 // group is a named limit: a concurrency cap and a start rate shared by its

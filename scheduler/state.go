@@ -160,10 +160,23 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 // nextRun is the rule "next poll = max(next tick, backoff, breaker
 // cooldown, Retry-After)" (rules 3.4 to 3.6), written once, as a pure
 // function of now (in the style of x/time/rate's ReserveN(t, n)): the first
-// tick of tm after now, no earlier than notBefore (a backoff or a
-// Retry-After; zero for none), and, while brk is open, after its Until (the
-// breaker lets the probe through strictly after it). The result is rounded
-// up to the microsecond, the store's precision.
+// tick of tm after now, no earlier than notBefore, and, while brk is open,
+// after its Until (the breaker lets the probe through strictly after it).
+// The result is rounded up to the microsecond, the store's precision.
+//
+// notBefore is zero for none, else (applyOutcome):
+//   - after the k-th consecutive failure, the backoff
+//     now + min(max, initial * multiplier^(k-1)), +/- jitter;
+//   - after a throttled poll (a 429, or a 503 with Retry-After), the
+//     Retry-After time (seconds or HTTP date, capped at
+//     breaker.MaxRetryAfter); without a usable Retry-After, the same
+//     backoff counted by consecutive throttles instead of failures: 1 s, 2 s,
+//     4 s ... with the defaults, reset by the next success.
+//
+// No arithmetic here wraps around: durations saturate (breaker.Backoff,
+// time.Time.Add) and so do the due heap's keys (nanoKey), so a next run is
+// never before now, whatever the period, the count or the cooldown
+// (FuzzNextRun). A local error's retry is localRetry, not this rule.
 func nextRun(now time.Time, tm timing, notBefore time.Time, brk breaker.Snapshot) time.Time {
 	next := later(tm.next(now), notBefore)
 	if brk.State == breaker.Open {
