@@ -132,10 +132,12 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 //  4. close the HTTP transport's idle connections.
 //
 // A stage that does not end in its share of the time (a poll that ignores
-// its cancellation, a store call stuck in its busy timeout) is left
-// behind, logged and reported in the error: the process is about to exit,
-// and a poll cut off without a record counts as nothing, as after a crash.
-// It does nothing before Start or after a first Shutdown.
+// its cancellation, a store call stuck in its busy timeout) is left behind
+// and logged: the process is about to exit, and a poll cut off without a
+// record counts as nothing, as after a crash. The error reports a final
+// flush that failed or did not end in time (the states it held are lost;
+// the store keeps the previous ones). It does nothing before Start or
+// after a first Shutdown.
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
@@ -150,27 +152,24 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	now := s.clock.Now()
 	deadline := now.Add(max(timeout, grace))
 	cut, polled := deadline.Add(-grace), deadline.Add(-grace/2)
-	var errs []error
 	if !s.dispatching.stopBy(s.clock, later(cut, now.Add(grace/4))) {
-		errs = append(errs, errors.New("dispatching did not stop in time"))
+		s.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
 	}
-	if !s.drainPolls(timeout, cut, polled) {
-		errs = append(errs, errors.New("polls in flight did not end after their cancellation"))
-	}
+	s.drainPolls(timeout, cut, polled)
 	s.mu.Lock()
 	s.sweepFlaps(s.clock.Now(), true) // report what is coalesced
 	s.mu.Unlock()
+	var err error
 	if !s.flushing.stopBy(s.clock, deadline.Add(-grace/4)) {
 		// The flusher is stuck in a commit: a final flush would run
 		// beside it (flush is not reentrant).
-		errs = append(errs, errors.New("final flush: the store did not answer in time"))
-	} else if err := s.finalFlush(later(deadline, s.clock.Now().Add(grace/4))); err != nil {
-		errs = append(errs, fmt.Errorf("final flush: %w", err))
+		err = errors.New("the store did not answer in time")
+	} else {
+		err = s.finalFlush(later(deadline, s.clock.Now().Add(grace/4)))
 	}
 	s.transport.close()
-	if err := errors.Join(errs...); err != nil {
-		s.log.Error("shutdown incomplete", "timeout", timeout, "err", err)
-		return fmt.Errorf("scheduler: %w", err)
+	if err != nil {
+		return fmt.Errorf("scheduler: final flush: %w", err)
 	}
 	return nil
 }
@@ -200,9 +199,9 @@ func shutdownGrace(timeout time.Duration) time.Duration {
 }
 
 // drainPolls stops the workers and waits for the polls in flight until cut,
-// then cancels those left and waits for them until polled. It reports
-// whether every worker ended.
-func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) bool {
+// then cancels those left and waits for them until polled; it logs the
+// polls it leaves behind.
+func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 	s.working.cancel()
 	done := make(chan struct{})
 	go func() {
@@ -213,12 +212,11 @@ func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) boo
 		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
 		s.polling.cancel()
 		if !awaitBy(s.clock, done, polled) {
-			s.log.Error("polls in flight did not end after their cancellation; leaving them", "polls", s.inflightN.Load())
-			return false
+			s.log.Error("shutdown: polls in flight did not end after their cancellation; leaving them unrecorded", "polls", s.inflightN.Load())
+			return
 		}
 	}
 	s.polling.cancel()
-	return true
 }
 
 // awaitBy waits for done until the clock reaches t; it reports whether

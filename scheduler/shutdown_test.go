@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,26 +31,26 @@ func (p stubbornPoller) Poll(ctx context.Context) sources.Result {
 // outlives it and ignores its cancellation for 10 s (round 1: timeout plus
 // however long the poll took to end): a poll that ends after its
 // cancellation within the grace is recorded as interrupted; one that does
-// not is left behind and reported.
+// not is left behind and logged, and Shutdown still succeeds (exit 0).
 func TestShutdownWithinTimeout(t *testing.T) {
 	tests := []struct {
 		name            string
 		timeout, linger time.Duration
-		wantErr         string
 		wantInterrupted bool
 	}{
-		{"poll ends when cancelled", 2 * time.Second, 0, "", true},
-		{"poll ends 50 ms after its cancellation", 2 * time.Second, 50 * time.Millisecond, "", true},
-		{"poll ignores its cancellation for 10 s", 2 * time.Second, 10 * time.Second, "did not end after their cancellation", false},
-		{"timeout 0", 0, 0, "", true},
-		{"timeout 30 s, poll ignores its cancellation", 30 * time.Second, 10 * time.Second, "did not end after their cancellation", false},
+		{"poll ends when cancelled", 2 * time.Second, 0, true},
+		{"poll ends 50 ms after its cancellation", 2 * time.Second, 50 * time.Millisecond, true},
+		{"poll ignores its cancellation for 10 s", 2 * time.Second, 10 * time.Second, false},
+		{"timeout 0", 0, 0, true},
+		{"timeout 30 s, poll ignores its cancellation", 30 * time.Second, 10 * time.Second, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				dir := t.TempDir()
 				cfg := writeConfig(t, dir, lifecycleDefaults+"  - {name: slow, type: exec, command: [\"true\"], timeout: 1h}\n")
-				h := startWith(t, dir, cfg, nil, func(*config.Source) (sources.Poller, error) {
+				logs := newLogCapture()
+				h := startWith(t, dir, cfg, slog.New(logs), func(*config.Source) (sources.Poller, error) {
 					return stubbornPoller{linger: tt.linger}, nil
 				})
 				defer h.store.Close()
@@ -60,8 +61,12 @@ func TestShutdownWithinTimeout(t *testing.T) {
 				if took > max(tt.timeout, shutdownGrace(0)) {
 					t.Errorf("Shutdown(%v) took %v", tt.timeout, took)
 				}
-				if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-					t.Errorf("Shutdown: %v, want an error with %q", err, tt.wantErr)
+				if err != nil {
+					t.Errorf("Shutdown: %v", err)
+				}
+				left := logs.lines("shutdown: polls in flight did not end after their cancellation; leaving them unrecorded")
+				if (len(left) == 1) == tt.wantInterrupted {
+					t.Errorf("%d lines about polls left behind; want them only when the poll is not recorded", len(left))
 				}
 				recs, herr := h.store.History(context.Background(), "slow", 5)
 				if herr != nil {
