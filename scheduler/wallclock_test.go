@@ -52,6 +52,10 @@ func TestScheduleAcrossDST(t *testing.T) {
 			inUTC(2026, 3, 28, 17, 30), []time.Time{inUTC(2026, 3, 29, 17, 30)}},
 		{"UTC: unchanged", "30 2 * * *",
 			inUTC(2026, 3, 28, 2, 30), []time.Time{inUTC(2026, 3, 29, 2, 30)}},
+		{"havana spring: midnight is skipped, @daily runs at the jump (01:00 CDT)", "CRON_TZ=America/Havana @daily",
+			inUTC(2026, 3, 7, 5, 0), []time.Time{inUTC(2026, 3, 8, 5, 0), inUTC(2026, 3, 9, 4, 0)}},
+		{"havana fall: midnight twice, @daily runs at the first (00:00 CDT)", "CRON_TZ=America/Havana @daily",
+			inUTC(2026, 10, 31, 4, 0), []time.Time{inUTC(2026, 11, 1, 4, 0), inUTC(2026, 11, 2, 5, 0)}},
 		{"@daily in Berlin: midnight is never skipped", "CRON_TZ=Europe/Berlin @daily",
 			inUTC(2026, 3, 28, 12, 0), []time.Time{inUTC(2026, 3, 28, 23, 0), inUTC(2026, 3, 29, 22, 0)}},
 	}
