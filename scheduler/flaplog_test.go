@@ -104,6 +104,7 @@ sources:
 
 		changes := logs.lines("source state changed")
 		coalesced := logs.lines("source throttle transitions coalesced")
+		t.Logf("%d sources flapping for 100 s: %d state-change lines, %d coalesced lines", nsrc, len(changes), len(coalesced))
 		if n := len(changes) + len(coalesced); n > nsrc*5 {
 			t.Errorf("%d lines for %d sources in 100 s; want at most 5 each", n, nsrc)
 		}

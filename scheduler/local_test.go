@@ -99,8 +99,8 @@ func (p *localPoller) times() []time.Time {
 // resources never leaves ok, though breaker.failures and error_after are 1:
 // the retries back off (memory: the gaps grow to localBackoff's max), they
 // are counted as local_error, they write no history, and the warnings are
-// rate-limited daemon-wide (30 sources failing together: at most one line
-// a second).
+// rate-limited daemon-wide (30 sources failing together, on the hour: at
+// most one line a second).
 func TestLocalErrorsNeverBlameTheSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
@@ -108,7 +108,7 @@ func TestLocalErrorsNeverBlameTheSource(t *testing.T) {
 		body := `
 concurrency: 4
 defaults:
-  schedule: "@every 1h"
+  schedule: "0 * * * *"
   backoff: {initial: 1s, max: 1h, multiplier: 2, jitter: 0}
   breaker: {failures: 1, cooldown: 1h}
   error_after: 1
@@ -178,6 +178,7 @@ sources:
 			}
 		}
 		warns := logs.lines("poll failed for lack of pacer's own resources; retrying, not counted against the source")
+		t.Logf("%d sources x %d local errors over %v: %d warnings", nsrc, nerr, elapsed, len(warns))
 		if max := int(elapsed/localLogEvery) + 1; len(warns) == 0 || len(warns) > max {
 			t.Errorf("%d local-error warnings over %v, want 1 to %d", len(warns), elapsed, max)
 		}
