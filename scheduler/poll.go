@@ -122,9 +122,9 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 // call runs one poll through brk. Throttling, cancellation and local
 // resource errors (sources.ErrLocal) are neither success nor failure for
 // the breaker (rule 3.5; a shortage of the daemon's descriptors is not the
-// source's fault). A healthy source has no
-// breaker (brk nil): its first failure gives it one, which counts that
-// failure (and may open at once). It returns the breaker after the call.
+// source's fault). A healthy source has no breaker (brk nil): its first
+// failure gives it one, which counts that failure (and may open at once).
+// It returns the breaker after the call.
 func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
 	fn := func() error {
