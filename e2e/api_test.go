@@ -199,7 +199,7 @@ sources:
 			t.Errorf("/metrics: no %s of type %s", mt.name, mt.typ)
 		}
 	}
-	for _, oc := range []string{"success", "failure", "throttled", "rejected", "skipped", "interrupted"} {
+	for _, oc := range []string{"success", "failure", "throttled", "rejected", "skipped", "interrupted", "local_error"} {
 		if _, ok := m.value("pacer_polls_total", "outcome", oc); !ok {
 			t.Errorf(`/metrics: no pacer_polls_total{outcome=%q}`, oc)
 		}

@@ -140,6 +140,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 			e.brk = nil
 		}
 	}
+	s.flushFlap(e, now, prev)
 	s.logChange(e, prev, now, action)
 	s.save(e, nil)
 	s.reschedule(e, now)

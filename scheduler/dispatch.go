@@ -20,7 +20,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		s.mu.Lock()
 		now := s.clock.Now()
-		nowNs := now.UnixNano()
+		nowNs := nanoKey(now)
 		// Once shutdown has begun nothing more is dispatched: the workers
 		// take no new job, and a dispatch would log a probe that never runs.
 		for !s.stopped {
@@ -37,6 +37,10 @@ func (s *Scheduler) loop(ctx context.Context) {
 			s.due.remove(e)
 			s.dispatch(e, now, false)
 		}
+		if len(s.flapping) > 0 && !now.Before(s.flapSweepAt) {
+			s.sweepFlaps(now, false)
+			s.flapSweepAt = now.Add(time.Second)
+		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
 		if _, at, ok := s.due.top(); ok && !s.stopped {
@@ -44,7 +48,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			// schedules and backoff put due times anywhere, off the
 			// grid of "@every" phases). Once shutdown has begun nothing
 			// is dispatched, so the due ones do not shorten the wait.
-			wait = min(wait, max(time.Duration(at-nowNs), minWake))
+			wait = min(wait, max(untilKey(at, nowNs), minWake))
 		}
 		s.mu.Unlock()
 		s.loopBeat.Store(now.UnixNano())
@@ -163,4 +167,16 @@ func (s *Scheduler) requeueAll(q *fifo) {
 	for j := q.tryPop(); j != nil; j = q.tryPop() {
 		s.requeue(j)
 	}
+}
+
+// untilKey is the wait from the heap key now to the key at, saturated
+// instead of overflowing (at may be latestKey, "as good as never").
+func untilKey(at, now int64) time.Duration {
+	if at <= now {
+		return 0
+	}
+	if d := at - now; d > 0 {
+		return time.Duration(d)
+	}
+	return time.Duration(latestKey)
 }

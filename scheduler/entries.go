@@ -77,6 +77,7 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 	e.st = resetState(e.st, e.timing, now)
 	e.st.Fingerprint = e.src.Fingerprint
 	e.brk = nil
+	s.flushFlap(e, now, prev)
 	s.logChange(e, prev, now, "configuration changed")
 	s.save(e, nil)
 }
@@ -141,4 +142,5 @@ func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason strin
 	}
 	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
 		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
+	e.flap.logged = cur // what the source's last line reported (flaplog.go)
 }

@@ -115,19 +115,29 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	return nil
 }
 
-// Shutdown stops the scheduler (rule 3.10). Each stage is stopped as
-// prometheus stops a scrape loop, by cancelling its context and then
-// waiting for its goroutines, in this order:
+// Shutdown stops the scheduler (rule 3.10) and returns within timeout
+// (at least 100 ms; plus a few milliseconds of work), whatever its polls
+// and its store do.
+// Each stage is stopped as prometheus stops a scrape loop, by cancelling
+// its context and then waiting for its goroutines, in this order:
 //
 //  1. stop dispatching: nothing more is dispatched or triggered (stopped),
 //     and the loop, the group admitters and the command reader end;
 //  2. drain or cut the polls: the workers take no new job; the polls in
-//     flight get up to timeout, then their context is cancelled (they are
-//     recorded as interrupted);
-//  3. flush: the flusher ends, and every pending state is committed;
+//     flight get up to timeout minus a grace (shutdownGrace: a tenth of
+//     it, 100 ms to 1 s), then their context is cancelled, and they have
+//     half the grace to end (they are recorded as interrupted);
+//  3. flush: the flusher ends, and every pending state is committed in
+//     what is left of timeout;
 //  4. close the HTTP transport's idle connections.
 //
-// It does nothing before Start or after a first Shutdown.
+// A stage that does not end in its share of the time (a poll that ignores
+// its cancellation, a store call stuck in its busy timeout) is left behind
+// and logged: the process is about to exit, and a poll cut off without a
+// record counts as nothing, as after a crash. The error reports a final
+// flush that failed or did not end in time (the states it held are lost;
+// the store keeps the previous ones). It does nothing before Start or
+// after a first Shutdown.
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
@@ -137,10 +147,26 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.stopped = true
 	s.mu.Unlock()
 
-	s.dispatching.stop()
-	s.drainPolls(timeout)
-	s.flushing.stop()
-	err := s.flush.flushFinal(10 * time.Second)
+	timeout = max(timeout, 0)
+	grace := shutdownGrace(timeout)
+	now := s.clock.Now()
+	deadline := now.Add(max(timeout, grace))
+	cut, polled := deadline.Add(-grace), deadline.Add(-grace/2)
+	if !s.dispatching.stopBy(s.clock, later(cut, now.Add(grace/4))) {
+		s.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
+	}
+	s.drainPolls(timeout, cut, polled)
+	s.mu.Lock()
+	s.sweepFlaps(s.clock.Now(), true) // report what is coalesced
+	s.mu.Unlock()
+	var err error
+	if !s.flushing.stopBy(s.clock, deadline.Add(-grace/4)) {
+		// The flusher is stuck in a commit: a final flush would run
+		// beside it (flush is not reentrant).
+		err = errors.New("the store did not answer in time")
+	} else {
+		err = s.finalFlush(later(deadline, s.clock.Now().Add(grace/4)))
+	}
 	s.transport.close()
 	if err != nil {
 		return fmt.Errorf("scheduler: final flush: %w", err)
@@ -148,28 +174,75 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	return nil
 }
 
-// drainPolls stops the workers and waits for the polls in flight, for up to
-// timeout, then cancels those left and waits for them to be recorded.
-func (s *Scheduler) drainPolls(timeout time.Duration) {
+// finalFlush commits what is pending, retrying until the clock reaches
+// until. The commit runs in a goroutine of the flushing stage, and
+// finalFlush returns at until even if it has not returned: a SQLite call
+// waits out its busy timeout (5 s by default) whatever its context says.
+func (s *Scheduler) finalFlush(until time.Time) error {
+	done := make(chan struct{})
+	var err error
+	s.flushing.spawn(s.flushing.ctx, func(context.Context) {
+		defer close(done)
+		err = s.flush.flushFinal(max(until.Sub(s.clock.Now()), 0))
+	})
+	if !awaitBy(s.clock, done, until) {
+		return errors.New("the store did not answer in time")
+	}
+	return err
+}
+
+// shutdownGrace is the part of a shutdown timeout kept to cut off the polls
+// in flight and commit their records: a tenth, at least 100 ms (a timeout
+// of 0 cancels at once and still flushes), at most 1 s.
+func shutdownGrace(timeout time.Duration) time.Duration {
+	return min(max(timeout/10, 100*time.Millisecond), time.Second)
+}
+
+// drainPolls stops the workers and waits for the polls in flight until cut,
+// then cancels those left and waits for them until polled; it logs the
+// polls it leaves behind.
+func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 	s.working.cancel()
 	done := make(chan struct{})
 	go func() {
 		s.working.wg.Wait()
 		close(done)
 	}()
-	t := s.clock.NewTimer(timeout)
-	select {
-	case <-done:
-		t.Stop()
-	case <-t.C():
+	if !awaitBy(s.clock, done, cut) {
 		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
 		s.polling.cancel()
-		<-done
+		if !awaitBy(s.clock, done, polled) {
+			s.log.Error("shutdown: polls in flight did not end after their cancellation; leaving them unrecorded", "polls", s.inflightN.Load())
+			return
+		}
 	}
-	s.polling.stop()
+	s.polling.cancel()
 }
 
-// stage is a set of goroutines that stop together: stop cancels their
+// awaitBy waits for done until the clock reaches t; it reports whether
+// done was closed.
+func awaitBy(c Clock, done <-chan struct{}, t time.Time) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	tm := c.NewTimer(max(t.Sub(c.Now()), 0))
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-tm.C():
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// stage is a set of goroutines that stop together: stopBy cancels their
 // context, then waits for them.
 type stage struct {
 	ctx    context.Context
@@ -192,10 +265,16 @@ func (g *stage) spawn(ctx context.Context, f func(context.Context)) {
 	}()
 }
 
-// stop cancels the stage's context and waits for its goroutines.
-func (g *stage) stop() {
+// stopBy cancels the stage's context and waits for its goroutines until c
+// reaches t; it reports whether every goroutine ended.
+func (g *stage) stopBy(c Clock, t time.Time) bool {
 	g.cancel()
-	g.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	return awaitBy(c, done, t)
 }
 
 // Healthy returns nil when the scheduling loop made a pass within maxAge

@@ -9,11 +9,13 @@ import (
 // Outcomes counted by pacer_polls_total besides those of a poll record
 // (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
 // OutcomeInterrupted): finish counts every outcome under its kind, a poll
-// its breaker refused as countRejected (kindRejected), and the ticks that
-// passed while a source was busy as countSkipped.
+// its breaker refused as countRejected (kindRejected), a poll that failed
+// for lack of pacer's own resources as countLocal (kindLocal), and the ticks
+// that passed while a source was busy as countSkipped.
 const (
 	countRejected = "rejected"
 	countSkipped  = "skipped"
+	countLocal    = "local_error"
 )
 
 // metrics are the scheduler's Prometheus collectors (contract section 6).
@@ -47,7 +49,7 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 			Name: "pacer_semaphore_wait_seconds", Help: "Time a due poll waited for a global permit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pacer_polls_total", Help: "Polls by outcome (skipped: a tick arrived while the source was busy; rejected: refused by its breaker)."},
+			Name: "pacer_polls_total", Help: "Polls by outcome (skipped: a tick arrived while the source was busy; rejected: refused by its breaker; local_error: failed for lack of pacer's own resources, such as file descriptors or memory, and retried without counting against the source)."},
 			[]string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pacer_poll_duration_seconds", Help: "Duration of polls.",
@@ -61,8 +63,8 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 			Name: "pacer_store_commit_seconds", Help: "Duration of the flusher's commits of poll results, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 	}
-	m.pollsBy = make(map[string]prometheus.Counter, 6)
-	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted} {
+	m.pollsBy = make(map[string]prometheus.Counter, 7)
+	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted, countLocal} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
 	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit}

@@ -119,10 +119,12 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 	return p
 }
 
-// call runs one poll through brk. Throttling and cancellation are neither
-// success nor failure for the breaker (rule 3.5). A healthy source has no
-// breaker (brk nil): its first failure gives it one, which counts that
-// failure (and may open at once). It returns the breaker after the call.
+// call runs one poll through brk. Throttling, cancellation and local
+// resource errors (sources.ErrLocal) are neither success nor failure for
+// the breaker (rule 3.5; a shortage of the daemon's descriptors is not the
+// source's fault). A healthy source has no breaker (brk nil): its first
+// failure gives it one, which counts that failure (and may open at once).
+// It returns the breaker after the call.
 func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
 	fn := func() error {
@@ -130,7 +132,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *b
 		switch {
 		case res.Err == nil:
 			return nil
-		case res.Throttled, errors.Is(res.Err, context.Canceled):
+		case res.Throttled, res.Local, errors.Is(res.Err, context.Canceled):
 			return breaker.Exclude(res.Err)
 		}
 		return res.Err
@@ -197,6 +199,8 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 		o.kind = store.OutcomeInterrupted
 	case res.Throttled:
 		o.kind = store.OutcomeThrottled
+	case res.Err != nil && (res.Local || errors.Is(res.Err, sources.ErrLocal)):
+		o.kind = kindLocal
 	case res.Err != nil:
 		o.kind = store.OutcomeFailure
 	default:
@@ -209,9 +213,10 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 }
 
 // recordOf is the history record of a poll of the named source; a poll
-// rejected by its breaker has none.
+// rejected by its breaker, or cut short by a local error, has none (the
+// source was not called, or not to any effect that is its own).
 func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
-	if o.kind == kindRejected {
+	if o.kind == kindRejected || o.kind == kindLocal {
 		return nil
 	}
 	rec := &store.PollRecord{
@@ -239,20 +244,29 @@ func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
 // mu held.
 func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
 	prev := StateOf(&e.st, o.start)
+	if o.kind == kindLocal {
+		e.localErrs++
+		o.local = e.localErrs
+		s.localLog.note(s.log, o.end, e.name, o.err)
+	} else {
+		e.localErrs = 0
+	}
 	e.st = applyOutcome(e.st, e.src, e.timing, o)
 	e.brk = brk
 	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
 		e.brk = nil
 	}
-	reason := o.err
+	e.st.UpdatedAt = o.end.UTC()
 	if e.resetPending {
+		// An operator's change: always logged.
 		e.resetPending = false
 		e.st = resetState(e.st, e.timing, o.end)
 		e.brk = nil
-		reason = "reset"
+		s.flushFlap(e, o.end, prev)
+		s.logChange(e, prev, o.end, "reset")
+		return
 	}
-	e.st.UpdatedAt = o.end.UTC()
-	s.logChange(e, prev, o.end, reason)
+	s.logPollChange(e, prev, o.end, o.err)
 }
 
 // countSkipped counts the ticks of j's source that passed between its

@@ -93,8 +93,14 @@ type Scheduler struct {
 	workers []context.CancelFunc // one per worker goroutine
 	ready   *fifo
 	wake    chan struct{}
-	started bool
-	stopped bool
+	// localLog rate-limits the warnings about local errors (mu held).
+	localLog localLog
+	// flapping lists the sources with coalesced throttle transitions to
+	// report (flaplog.go); flapSweepAt is the loop's next look at them.
+	flapping    []*entry
+	flapSweepAt time.Time
+	started     bool
+	stopped     bool
 
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
@@ -130,6 +136,8 @@ type entry struct {
 	removed      bool  // dropped from the config while busy
 	resetPending bool  // reset while polling: applied when the poll ends
 	savedSeq     uint64
+	localErrs    int        // consecutive local errors (kindLocal), the memory of localRetry
+	flap         flapWindow // coalescing of its throttle transitions
 }
 
 // group is a named limit: a concurrency cap and a start rate shared by its

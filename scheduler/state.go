@@ -66,9 +66,29 @@ func breakerOf(st *store.SourceState, now time.Time) string {
 // cooldown. pacer_polls_total counts it under the same name.
 const kindRejected = countRejected
 
+// kindLocal is the outcome of a poll that failed for lack of pacer's own
+// resources (sources.ErrLocal: EMFILE, ENFILE, ENOMEM, a refused fork): the
+// daemon's fault, not the source's. It is not a poll of the source: no
+// record (history keeps the outcomes of contract section 5), no count in
+// polls_total or failures_total, no change to consecutive_failures, the
+// breaker, error_after, last_error or the state shown; only the next run
+// moves, to a retry (localRetry). pacer_polls_total counts it as
+// "local_error".
+const kindLocal = countLocal
+
+// localBackoff is the retry policy of local errors, rule 3.4's formula with
+// the daemon's parameters rather than the source's (the shortage is the
+// daemon's): 1 s after the first consecutive local error of a source,
+// doubling to at most 1 min, +/-20% so that sources hit together retry
+// apart, and never later than the source's next schedule tick.
+func localBackoff() breaker.Backoff {
+	return breaker.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.2}
+}
+
 // outcome is what a finished poll contributes to a source's state.
 type outcome struct {
-	kind       string // store.Outcome* or kindRejected
+	kind       string // store.Outcome*, kindRejected or kindLocal
+	local      int    // kindLocal: the source's consecutive local errors, this one included
 	err        string // redacted error text, "" on success
 	retryAfter string // raw Retry-After of a throttled answer
 	start, end time.Time
@@ -94,6 +114,11 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 	case kindRejected:
 		setBreaker(&st, o.brk)
 		next := nextRun(end, tm, notBefore, o.brk)
+		st.NextRunAt = &next
+		return st
+	case kindLocal:
+		setBreaker(&st, o.brk)
+		next := localRetry(end, tm, o.local, o.jitter)
 		st.NextRunAt = &next
 		return st
 	}
@@ -135,16 +160,43 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 // nextRun is the rule "next poll = max(next tick, backoff, breaker
 // cooldown, Retry-After)" (rules 3.4 to 3.6), written once, as a pure
 // function of now (in the style of x/time/rate's ReserveN(t, n)): the first
-// tick of tm after now, no earlier than notBefore (a backoff or a
-// Retry-After; zero for none), and, while brk is open, after its Until (the
-// breaker lets the probe through strictly after it). The result is rounded
-// up to the microsecond, the store's precision.
+// tick of tm after now, no earlier than notBefore, and, while brk is open,
+// after its Until (the breaker lets the probe through strictly after it).
+// The result is rounded up to the microsecond, the store's precision.
+//
+// notBefore is zero for none, else (applyOutcome):
+//   - after the k-th consecutive failure, the backoff
+//     now + min(max, initial * multiplier^(k-1)), +/- jitter;
+//   - after a throttled poll (a 429, or a 503 with Retry-After), the
+//     Retry-After time (seconds or HTTP date, capped at
+//     breaker.MaxRetryAfter); without a usable Retry-After, the same
+//     backoff counted by consecutive throttles instead of failures: 1 s, 2 s,
+//     4 s ... with the defaults, reset by the next success.
+//
+// No arithmetic here wraps around: durations saturate (breaker.Backoff,
+// time.Time.Add) and so do the due heap's keys (nanoKey), so a next run is
+// never before now, whatever the period, the count or the cooldown
+// (FuzzNextRun). A local error's retry is localRetry, not this rule.
 func nextRun(now time.Time, tm timing, notBefore time.Time, brk breaker.Snapshot) time.Time {
 	next := later(tm.next(now), notBefore)
 	if brk.State == breaker.Open {
 		next = later(next, brk.Until.Add(time.Millisecond))
 	}
 	return ceilMicro(next)
+}
+
+// localRetry is when a source is polled again after its k-th consecutive
+// local error at now: after localBackoff's delay, but no later than its
+// next schedule tick (a retry never postpones a regular poll). It is always
+// after now: localBackoff never yields less than 800 ms, and a tick is
+// strictly after now. The memory of the backoff is k, kept by the scheduler
+// per source and cleared by any other outcome.
+func localRetry(now time.Time, tm timing, k int, jitter float64) time.Time {
+	retry := localBackoff().NextAttemptAt(now, max(k, 1), jitter)
+	if tick := tm.next(now); tick.Before(retry) {
+		retry = tick
+	}
+	return ceilMicro(retry)
 }
 
 // setBreaker records the breaker state b in st. It is the one place that

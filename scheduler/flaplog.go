@@ -1,0 +1,100 @@
+package scheduler
+
+import (
+	"time"
+)
+
+// throttleLogEvery is how often a source's throttle transitions are logged
+// at most: a source flapping between ok and throttled (an upstream at its
+// rate limit) writes one line when it starts and then one line a minute
+// with the number of transitions in between, instead of one per poll
+// (rule 3.12 keeps one line per state change for every other change).
+const throttleLogEvery = time.Minute
+
+// flapWindow is a source's coalescing of throttle transitions. All fields
+// are guarded by Scheduler.mu.
+type flapWindow struct {
+	until      time.Time // throttle transitions before it are coalesced
+	logged     string    // the state the source's last line reported
+	suppressed int       // throttle transitions not logged since that line
+	listed     bool      // in Scheduler.flapping
+}
+
+// throttleFlip reports whether a change from prev to cur is a throttle
+// transition: between throttled and ok (or pending, before the first
+// success), the flapping of a source at its upstream's rate limit. Every
+// other change, a failure after a throttle (throttled -> backoff) and the
+// breaker's included, is always logged.
+func throttleFlip(prev, cur string) bool {
+	if prev == cur || (prev != StateThrottled && cur != StateThrottled) {
+		return false
+	}
+	other := prev
+	if other == StateThrottled {
+		other = cur
+	}
+	switch other {
+	case StateOK, StatePending:
+		return true
+	}
+	return false
+}
+
+// logPollChange is logChange for the change a poll made, with throttle
+// transitions coalesced: the first one logs and opens a window of
+// throttleLogEvery; those within the window are counted, and reported by
+// one line when it ends (sweepFlaps), or before the source's next other
+// change. mu held.
+func (s *Scheduler) logPollChange(e *entry, prev string, now time.Time, reason string) {
+	cur := StateOf(&e.st, now)
+	if cur == prev {
+		return
+	}
+	if !throttleFlip(prev, cur) {
+		s.flushFlap(e, now, prev)
+		s.logChange(e, prev, now, reason)
+		return
+	}
+	if now.Before(e.flap.until) {
+		e.flap.suppressed++
+		if !e.flap.listed {
+			e.flap.listed = true
+			s.flapping = append(s.flapping, e)
+		}
+		return
+	}
+	s.logChange(e, prev, now, reason)
+	e.flap.until = now.Add(throttleLogEvery)
+}
+
+// flushFlap writes the line that reports e's coalesced throttle
+// transitions, if any, with cur the state they left it in, and opens a new
+// window (the line counts as the window's one line). mu held.
+func (s *Scheduler) flushFlap(e *entry, now time.Time, cur string) {
+	if e.flap.suppressed == 0 {
+		return
+	}
+	s.log.Info("source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,
+		"transitions", e.flap.suppressed, "window", throttleLogEvery)
+	e.flap.until, e.flap.logged, e.flap.suppressed = now.Add(throttleLogEvery), cur, 0
+}
+
+// sweepFlaps reports the coalesced transitions of the sources whose window
+// has ended, or all of them (at shutdown), and forgets the sources with
+// none left. The loop calls it once a second. mu held.
+func (s *Scheduler) sweepFlaps(now time.Time, all bool) {
+	keep := s.flapping[:0]
+	for _, e := range s.flapping {
+		switch {
+		case e.flap.suppressed == 0 || e.removed || s.entries[e.name] != e:
+			e.flap.listed = false
+		case !all && now.Before(e.flap.until):
+			keep = append(keep, e)
+		default:
+			s.flushFlap(e, now, StateOf(&e.st, now))
+			e.flap.listed = false
+		}
+	}
+	clear(s.flapping[len(keep):])
+	s.flapping = keep
+}

@@ -1,0 +1,34 @@
+package scheduler
+
+import (
+	"log/slog"
+	"time"
+)
+
+// localLogEvery is the shortest interval between two warnings about local
+// resource errors, daemon-wide: when 10,000 sources hit EMFILE together the
+// log gets one line a second with a count, not 10,000 lines.
+const localLogEvery = time.Second
+
+// localLog rate-limits the warnings about polls that failed for lack of
+// pacer's own resources (kindLocal). The first local error after a quiet
+// second is logged at once, naming its source and error; the ones that
+// follow within the second are counted, and the next line reports how many
+// there were (pacer_polls_total{outcome="local_error"} has the exact
+// count). The scheduler calls note with mu held.
+type localLog struct {
+	last       time.Time // when the last line was written
+	suppressed int       // local errors since then, not logged
+}
+
+// note records a local error of source at now and logs it unless a line was
+// written within localLogEvery.
+func (l *localLog) note(log *slog.Logger, now time.Time, source, err string) {
+	if !l.last.IsZero() && now.Sub(l.last) < localLogEvery && !now.Before(l.last) {
+		l.suppressed++
+		return
+	}
+	log.Warn("poll failed for lack of pacer's own resources; retrying, not counted against the source",
+		"source", source, "err", err, "suppressed_since_last_line", l.suppressed)
+	l.last, l.suppressed = now, 0
+}
