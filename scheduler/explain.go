@@ -57,7 +57,7 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 	}
 	switch breakerOf(st, now) {
 	case breaker.Open:
-		return fmt.Sprintf("breaker open until %s (cooldown %s)", wallClock(*st.BreakerUntil, now), shortDuration(src.Breaker.Cooldown))
+		return fmt.Sprintf("breaker open until %s (cooldown %s)", clockTime(*st.BreakerUntil, now), shortDuration(src.Breaker.Cooldown))
 	case breaker.HalfOpen:
 		return "breaker half-open: the next poll is its probe, " + next
 	}
@@ -117,8 +117,8 @@ func Relative(d time.Duration) string {
 	return fmt.Sprintf("%d d", secs/86400)
 }
 
-// wallClock shows t (UTC) as 15:04:05, with the date when it is not today's.
-func wallClock(t, now time.Time) string {
+// clockTime shows t (UTC) as 15:04:05, with the date when it is not today's.
+func clockTime(t, now time.Time) string {
 	t, now = t.UTC(), now.UTC()
 	if t.Format(time.DateOnly) != now.Format(time.DateOnly) {
 		return t.Format("2006-01-02 15:04:05")
