@@ -299,8 +299,20 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 				}
 				m.SetMapIndex(reflect.ValueOf("new"), reflect.ValueOf("v"))
 				f.Set(m)
-			case reflect.Pointer: // *bool, nil meaning true
-				no := false
+			case reflect.Bool:
+				f.SetBool(!f.Bool())
+			case reflect.Pointer:
+				if f.Type().Elem().Kind() == reflect.Struct { // *Client, *Auth: walk a copy
+					cp := reflect.New(f.Type().Elem())
+					if !f.IsNil() {
+						cp.Elem().Set(f.Elem())
+					}
+					f.Set(cp)
+					walk(cp.Elem(), fname+".")
+					f.Set(old)
+					continue
+				}
+				no := false // *bool, nil meaning true
 				f.Set(reflect.ValueOf(&no))
 			case reflect.Slice:
 				f.Set(reflect.Append(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()+1), f), reflect.New(f.Type().Elem()).Elem()))

@@ -23,6 +23,7 @@ type inherited struct {
 	backoff      Backoff
 	breaker      Breaker
 	errorAfter   int
+	client       clientSpec // tls, proxy_url, http2, follow_redirects (source_client.go)
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -228,6 +229,7 @@ func (l *loader) defaults(n *yaml.Node) inherited {
 		backoff:      DefaultBackoff(),
 		breaker:      DefaultBreaker(),
 		errorAfter:   DefaultErrorAfter,
+		client:       newClientSpec(),
 	}
 	ps, _ := l.pairs(n, at("defaults"))
 	for _, p := range ps {
@@ -277,7 +279,7 @@ func (l *loader) common(b *inherited, p pair, prefix path) bool {
 			b.errorAfter = v
 		}
 	default:
-		return false
+		return l.clientKey(&b.client, p, kp)
 	}
 	return true
 }

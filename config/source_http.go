@@ -29,6 +29,8 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 		if v, ok := l.str(p.val, kp); ok {
 			s.Body = v
 		}
+	case "basic_auth", "bearer_token_file":
+		l.authKey(s, p, kp)
 	case "expect_status":
 		s.ExpectStatus = l.expectStatus(p.val, kp)
 	case "max_body":

@@ -9,7 +9,7 @@ import (
 // isHTTPKey reports whether key is a source key for type http only.
 func isHTTPKey(key string) bool {
 	switch key {
-	case "url", "method", "headers", "body", "expect_status", "max_body":
+	case "url", "method", "headers", "body", "expect_status", "max_body", "basic_auth", "bearer_token_file":
 		return true
 	}
 	return false
@@ -147,6 +147,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 		}
 	}
 	l.requireTypeKeys(&s, ps, prefix)
+	l.finishClient(&s, &b.client, prefix)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
 	s.Fingerprint = l.fp.fingerprint(&s)
