@@ -107,12 +107,24 @@ func readKeyPair(certPath, keyPath string) (_ *keyPair, inKey bool, _ error) {
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		// crypto/tls says which input it could not use ("... in key
-		// input", "private key does not match public key").
-		return nil, strings.Contains(err.Error(), "key"),
-			fmt.Errorf("cannot use %s with %s: %w", certPath, keyPath, err)
+		return nil, certParses(certPEM), fmt.Errorf("cannot use %s with %s: %w", certPath, keyPath, err)
 	}
 	return &keyPair{cert: cert, sum: sumOf(certPEM) + sumOf(keyPEM)}, false, nil
+}
+
+// certParses reports whether the first PEM CERTIFICATE block of data is a
+// valid certificate: if so, a key pair that fails is the key's fault.
+func certParses(data []byte) bool {
+	for rest := data; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return false
+		}
+		if b.Type == "CERTIFICATE" {
+			_, err := x509.ParseCertificate(b.Bytes)
+			return err == nil
+		}
+	}
 }
 
 // readAuthFile reads a password or token file: its contents without one

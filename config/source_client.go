@@ -136,8 +136,8 @@ func (l *loader) tlsBlock(c *clientSpec, n *yaml.Node, where path) {
 				c.id.tls.InsecureSkipVerify = v
 			}
 		case "min_version":
-			if v, ok := l.scalar(p.val, kp, "a TLS version"); ok {
-				if _, ok := tlsVersion(strings.TrimSpace(v)); !ok {
+			if v, ok := l.str(p.val, kp); ok {
+				if _, ok := tlsVersion(strings.TrimSpace(v)); !ok && v != "" {
 					l.addf(kp, `must be "1.0", "1.1", "1.2" or "1.3", got %q`, v)
 				} else {
 					c.id.tls.MinVersion = strings.TrimSpace(v)
