@@ -91,6 +91,10 @@ type fpDoc[S, M any] struct {
 	Command         []S   `json:"command"`
 	Env             M     `json:"env"`
 	Dir             S     `json:"dir"`
+	// Client and Auth are digests (Client.Key, Auth.digest) written only
+	// when set, like FollowRedirects.
+	Client string `json:"client,omitempty"`
+	Auth   string `json:"auth,omitempty"`
 }
 
 // newFPDoc returns the canonical document of s, its strings, lists of
@@ -104,6 +108,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		Limit: str(s.Limit), URL: str(s.URL), Method: str(s.Method), Headers: dict(s.Headers), Body: str(s.Body),
 		ExpectStatus: emptyList(s.ExpectStatus), MaxBody: s.MaxBody, FollowRedirects: onlyFalse(s.FollowRedirects),
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
+		Client: s.Client.Key(), Auth: s.Auth.digest(),
 	}
 }
 

@@ -143,6 +143,15 @@ func TestFingerprintChangesWithEveryField(t *testing.T) {
 func TestFingerprintMatchesJSON(t *testing.T) {
 	check := func(s *Source) {
 		t.Helper()
+		if s.Client != nil || s.Auth != nil || s.FollowRedirects != nil {
+			// Settings newer than that version: hashed only when set.
+			old := *s
+			old.Client, old.Auth, old.FollowRedirects = nil, nil, nil
+			if Fingerprint(s) == Fingerprint(&old) {
+				t.Fatalf("client settings, credentials or follow_redirects not hashed: %#v", *s)
+			}
+			s = &old
+		}
 		if !validUTF8(s) {
 			// Written \udcXX per byte, where encoding/json wrote \ufffd.
 			if Fingerprint(s) == oldFingerprint(s) {
@@ -307,8 +316,20 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 				}
 				m.SetMapIndex(reflect.ValueOf("new"), reflect.ValueOf("v"))
 				f.Set(m)
-			case reflect.Pointer: // *bool, nil meaning true
-				no := false
+			case reflect.Bool:
+				f.SetBool(!f.Bool())
+			case reflect.Pointer:
+				if f.Type().Elem().Kind() == reflect.Struct { // *Client, *Auth: walk a copy
+					cp := reflect.New(f.Type().Elem())
+					if !f.IsNil() {
+						cp.Elem().Set(f.Elem())
+					}
+					f.Set(cp)
+					walk(cp.Elem(), fname+".")
+					f.Set(old)
+					continue
+				}
+				no := false // *bool, nil meaning true
 				f.Set(reflect.ValueOf(&no))
 			case reflect.Slice:
 				f.Set(reflect.Append(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()+1), f), reflect.New(f.Type().Elem()).Elem()))

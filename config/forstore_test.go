@@ -106,3 +106,38 @@ sources:
 		}
 	}
 }
+
+// TestLoadForStoreWithoutPollFiles: files that only the polls read (a CA,
+// a client certificate, password and token files) may be unreadable for
+// the store commands (contract 12.2): no problem, and no fingerprint for
+// the sources that name them; Load still reports each one.
+func TestLoadForStoreWithoutPollFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "config.yaml", `
+sources:
+  - {name: ca, type: http, url: "https://h/", tls: {ca_file: missing-ca.pem}}
+  - {name: mtls, type: http, url: "https://h/", tls: {cert_file: missing.pem, key_file: missing.key}}
+  - {name: basic, type: http, url: "https://h/", basic_auth: {username: u, password_file: missing.pw}}
+  - {name: bearer, type: http, url: "https://h/", bearer_token_file: missing.token}
+  - {name: plain, type: http, url: "https://h/"}
+`, 0o644)
+	_, err := Load(p, envMap(nil))
+	for _, want := range []string{"sources[name=ca].tls.ca_file", "sources[name=mtls].tls.cert_file",
+		"sources[name=basic].basic_auth.password_file", "sources[name=bearer].bearer_token_file"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("strict Load: want a problem at %s, got %v", want, err)
+		}
+	}
+	cfg, err := LoadWith(p, envMap(nil), Options{ForStore: true})
+	if err != nil {
+		t.Fatalf("ForStore: %v", err)
+	}
+	for _, n := range []string{"ca", "mtls", "basic", "bearer"} {
+		if fp := mustSource(t, cfg, n).Fingerprint; fp != "" {
+			t.Errorf("%s: fingerprint %q computed without its file", n, fp)
+		}
+	}
+	if mustSource(t, cfg, "plain").Fingerprint == "" {
+		t.Error("plain: no fingerprint")
+	}
+}

@@ -49,7 +49,7 @@ func TestLoadFullFixture(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Limits, wantLimits) {
 		t.Errorf("Limits = %+v", cfg.Limits)
 	}
-	if len(cfg.Sources) != 4 {
+	if len(cfg.Sources) != 5 {
 		t.Fatalf("got %d sources", len(cfg.Sources))
 	}
 	sp := mustSource(t, cfg, "status-page")

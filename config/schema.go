@@ -22,12 +22,10 @@ type inherited struct {
 	backoff      Backoff
 	breaker      Breaker
 	errorAfter   int
-	// followRedirects is defaults.follow_redirects (nil: not set, true);
-	// http sources inherit it.
-	followRedirects *bool
 	// placeholder says that a value came from an unset ${VAR}
 	// (Options.ForStore): the sources' fingerprints are unknown.
 	placeholder bool
+	client       clientSpec // tls, proxy_url, http2, follow_redirects (source_client.go)
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -232,17 +230,12 @@ func (l *loader) defaults(n *yaml.Node) (b inherited) {
 		backoff:      DefaultBackoff(),
 		breaker:      DefaultBreaker(),
 		errorAfter:   DefaultErrorAfter,
+		client:       newClientSpec(),
 	}
 	ps, _ := l.pairs(n, at("defaults"))
 	before := l.placeholders
 	defer func() { b.placeholder = l.placeholders != before }()
 	for _, p := range ps {
-		if p.key == "follow_redirects" {
-			if v, ok := l.boolean(p.val, at("defaults.follow_redirects")); ok {
-				b.followRedirects = &v
-			}
-			continue
-		}
 		if !l.common(&b, p, at("defaults")) {
 			l.addf(at("defaults").key(p.key), "unknown key")
 		}
@@ -289,7 +282,7 @@ func (l *loader) common(b *inherited, p pair, prefix path) bool {
 			b.errorAfter = v
 		}
 	default:
-		return false
+		return l.clientKey(&b.client, p, kp)
 	}
 	return true
 }

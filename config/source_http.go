@@ -33,12 +33,10 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 		if v, ok := l.str(p.val, kp); ok {
 			s.Body = v
 		}
+	case "basic_auth", "bearer_token_file":
+		l.authKey(s, p, kp)
 	case "expect_status":
 		s.ExpectStatus = l.expectStatus(p.val, kp)
-	case "follow_redirects":
-		if v, ok := l.boolean(p.val, kp); ok {
-			s.FollowRedirects = &v
-		}
 	case "max_body":
 		if v, ok := l.scalar(p.val, kp, "a size"); ok {
 			if sz, err := parseSize(v); err != nil {

@@ -9,7 +9,7 @@ import (
 // isHTTPKey reports whether key is a source key for type http only.
 func isHTTPKey(key string) bool {
 	switch key {
-	case "url", "method", "headers", "body", "expect_status", "max_body", "follow_redirects":
+	case "url", "method", "headers", "body", "expect_status", "max_body", "basic_auth", "bearer_token_file":
 		return true
 	}
 	return false
@@ -159,9 +159,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 		}
 	}
 	l.requireTypeKeys(&s, ps, prefix)
-	if s.FollowRedirects == nil && s.Type != "exec" {
-		s.FollowRedirects = b.followRedirects
-	}
+	l.finishClient(&s, &b.client, prefix)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
 	if !b.placeholder && l.placeholders == before {

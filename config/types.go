@@ -116,6 +116,16 @@ type Source struct {
 	// expansion). A stored state whose fingerprint differs belongs to a
 	// changed configuration. It never reveals a secret.
 	Fingerprint string
+
+	// http client settings and credentials (contract section 12)
+
+	// Client is the tls, proxy_url and http2 settings of an http source,
+	// shared by the sources whose settings are equal; nil means the
+	// built-in ones (system roots, the environment's proxy, HTTP/2).
+	Client *Client
+	// Auth is the Authorization from basic_auth or bearer_token_file, or
+	// nil. Its password and token are secrets.
+	Auth *Auth
 }
 
 // Schedule yields the next activation time strictly after t.

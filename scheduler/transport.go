@@ -1,47 +1,32 @@
 package scheduler
 
 import (
-	"net/http"
-	"sync/atomic"
-
 	"github.com/pacer-dev/pacer/sources"
 )
 
-// transport is the RoundTripper of every http source: the shared
-// *http.Transport sized to the concurrency cap, replaced when a reload
-// changes the cap (its connection pool is sized once and cannot be resized
-// in place).
+// transport is the RoundTripper of every http source: a sources.Transports,
+// one *http.Transport per distinct client settings (tls, proxy_url, http2),
+// each sized to the concurrency cap and replaced when a reload changes the
+// cap (a connection pool is sized once and cannot be resized in place).
+// The pollers get the transport of their source's settings from it (For);
+// one no source uses any more is closed and dropped once its last poller is
+// gone.
 type transport struct {
-	cur  atomic.Pointer[http.Transport]
-	size atomic.Int64
+	*sources.Transports
 }
-
-var _ http.RoundTripper = (*transport)(nil)
 
 func newTransport(size int) *transport {
-	t := &transport{}
-	t.resize(size)
-	return t
+	return &transport{Transports: sources.NewTransports(size)}
 }
 
-// RoundTrip sends req through the current transport.
-func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.cur.Load().RoundTrip(req)
-}
-
-// resize switches to a transport sized for n polls in flight, if n differs.
-// Requests on the old one finish; its idle connections are closed.
+// resize switches every transport to one sized for n polls in flight, if n
+// differs. Requests on the old ones finish; their idle connections are
+// closed.
 func (t *transport) resize(n int) {
-	if int64(n) == t.size.Load() {
-		return
-	}
-	t.size.Store(int64(n))
-	if old := t.cur.Swap(sources.NewTransport(n)); old != nil {
-		old.CloseIdleConnections()
-	}
+	t.Resize(n)
 }
 
-// close closes the idle connections of the current transport.
+// close closes the idle connections of every transport.
 func (t *transport) close() {
-	t.cur.Load().CloseIdleConnections()
+	t.CloseIdleConnections()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,8 +26,8 @@ const (
 	MaxHeaderBytes = 1 << 20
 )
 
-// NewTransport returns the one *http.Transport shared by all http sources,
-// sized to the global concurrency cap maxConns: at most maxConns connections
+// NewTransport returns the *http.Transport of the built-in client settings
+// (see Transports for the others), sized to the global concurrency cap maxConns: at most maxConns connections
 // per host, and as many kept idle, so that polls at full concurrency reuse
 // their connections instead of dialing again. It has dial, TLS handshake and
 // idle timeouts, takes its proxy from the environment and attempts HTTP/2.
@@ -36,20 +35,8 @@ const (
 // cannot make pacer buffer up to max_body of headers. There is no response
 // timeout: every poll's context carries its timeout.
 func NewTransport(maxConns int) *http.Transport {
-	maxConns = max(maxConns, 1)
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           maxConns,
-		MaxIdleConnsPerHost:    maxConns,
-		MaxConnsPerHost:        maxConns,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  1 * time.Second,
-		MaxResponseHeaderBytes: MaxHeaderBytes,
-	}
+	t, _ := NewClientTransport(maxConns, nil) // never fails without settings
+	return t
 }
 
 // NewClient returns the HTTP client of all http sources over t. It follows
@@ -72,6 +59,7 @@ type httpPoller struct {
 	method   string
 	url      string
 	headers  map[string]string
+	auth     string // Authorization from basic_auth or bearer_token_file, or ""
 	body     string
 	expect   []int
 	maxBody  int64
@@ -97,6 +85,13 @@ type httpPoller struct {
 // is dropped once a redirect changes the scheme, host or port. Any other
 // method, or follow_redirects false, takes the 3xx as the answer (a failure
 // unless it is in ExpectStatus).
+//
+// Client settings: when client's transport is a *Transports (as the
+// scheduler's is), the poller sends through the transport of
+// src.Client's settings, shared with the sources whose settings are equal.
+// Over any other transport a source with client settings fails every poll
+// (they would be ignored otherwise). src.Auth's Authorization is sent with
+// every request, and dropped with the other headers on leaving the origin.
 func NewHTTP(src *config.Source, client *http.Client, redact func(string) string) Poller {
 	redact = orIdentity(redact)
 	method := src.Method
@@ -108,12 +103,14 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 		maxBody = defaultMaxBody
 	}
 	follow := src.FollowRedirects == nil || *src.FollowRedirects
-	own := *client // shares the transport; only the redirect rule differs
+	own := *client // shares the transport(s); only the redirect rule differs
 	own.CheckRedirect = pollerRedirect(follow, client.CheckRedirect)
+	own.Transport = transportFor(client.Transport, src.Client)
 	return &httpPoller{
 		method:   method,
 		url:      src.URL,
 		headers:  src.Headers,
+		auth:     src.Auth.Header(),
 		body:     src.Body,
 		expect:   src.ExpectStatus,
 		maxBody:  maxBody,
@@ -187,7 +184,31 @@ func (p *httpPoller) newRequest(ctx context.Context) (*http.Request, error) {
 		}
 		req.Header.Set(k, v)
 	}
+	if p.auth != "" {
+		req.Header.Set("Authorization", p.auth)
+	}
 	return req, nil
+}
+
+// clientTransports yields the RoundTripper of a source's client settings
+// (implemented by *Transports).
+type clientTransports interface {
+	For(c *config.Client) http.RoundTripper
+}
+
+// errNoTransports fails the polls of a source with client settings sent
+// over a transport that cannot honour them.
+var errNoTransports = errors.New("source has client settings (tls, proxy_url, http2) but its client's transport is not a sources.Transports")
+
+// transportFor returns the RoundTripper for client settings c over rt.
+func transportFor(rt http.RoundTripper, c *config.Client) http.RoundTripper {
+	if ts, ok := rt.(clientTransports); ok {
+		return ts.For(c)
+	}
+	if c.Key() == "" {
+		return rt
+	}
+	return failingTransport{err: errNoTransports}
 }
 
 func (p *httpPoller) expected(code int) bool {
