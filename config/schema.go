@@ -25,7 +25,7 @@ type inherited struct {
 	// placeholder says that a value came from an unset ${VAR}
 	// (Options.ForStore): the sources' fingerprints are unknown.
 	placeholder bool
-	client       clientSpec // tls, proxy_url, http2, follow_redirects (source_client.go)
+	client      clientSpec // tls, proxy_url, http2, follow_redirects (source_client.go)
 }
 
 // config reads the top level: each section in turn, then limits (which

@@ -35,7 +35,7 @@ func (a *authRecorder) at(path string) (string, bool) {
 // dropped on one to another origin, and never show in a poll's error.
 func TestAuthSentAndDropped(t *testing.T) {
 	dir := t.TempDir()
-	writeTestFile(t, dir, "pw", []byte("pw-6a1f\n"))
+	writeTestFile(t, dir, "pw", []byte("pw-6a1f9e\n"))
 	writeTestFile(t, dir, "token", []byte("tok-93c2\n"))
 	other := &authRecorder{got: map[string]string{}}
 	otherSrv := newServer(t, other.ServeHTTP)
@@ -49,7 +49,7 @@ func TestAuthSentAndDropped(t *testing.T) {
 	srv := newServer(t, mux.ServeHTTP)
 	p := newTestTransports(t, 2)
 	basic, bearer := `basic_auth: {username: pacer, password_file: pw}`, `bearer_token_file: token`
-	const basicHeader = "Basic cGFjZXI6cHctNmExZg==" // pacer:pw-6a1f
+	const basicHeader = "Basic cGFjZXI6cHctNmExZjll" // pacer:pw-6a1f9e (8 bytes: masked anywhere, config.MinSecretLen)
 
 	for _, tt := range []struct{ path, keys, want string }{
 		{"/basic", basic, basicHeader},
@@ -81,7 +81,7 @@ func TestAuthSentAndDropped(t *testing.T) {
 	if e := errText(res.Err); !strings.HasSuffix(e, "/deny/***: 401 Unauthorized") || strings.Contains(e, "tok-93c2") {
 		t.Errorf("error %q", e)
 	}
-	res = pollSource(t, p, dir, srv.URL+"/deny/pw-6a1f", basic)
+	res = pollSource(t, p, dir, srv.URL+"/deny/pw-6a1f9e", basic)
 	if e := errText(res.Err); !strings.HasSuffix(e, "/deny/***: 401 Unauthorized") {
 		t.Errorf("error %q", e)
 	}
