@@ -318,26 +318,68 @@ func viaDaemon(ctx context.Context, st *store.Store, pid int, action, name, reas
 	if err := st.EnqueueCommand(ctx, c); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(commandWait)
+	return awaitCommand(ctx, st, pid, c, commandWaits{apply: commandWait, settle: settleWait, poll: 50 * time.Millisecond})
+}
+
+// settleWait bounds how long the CLI waits, past commandWait, to learn the
+// fate of a command: the result of one the daemon claimed, or a withdrawal
+// that the store's write lock (held by another process) delays.
+const settleWait = 30 * time.Second
+
+// commandWaits are awaitCommand's bounds: apply for the daemon to take the
+// command, settle beyond it, poll between reads.
+type commandWaits struct{ apply, settle, poll time.Duration }
+
+// awaitCommand waits for the daemon's result of the queued command c. A
+// command ends in exactly one of two ways, and is reported so: applied
+// (nil, or the daemon's refusal), or not applied. Past w.apply a command no
+// daemon has claimed is withdrawn (store.ExpireCommand), and a daemon
+// applies only what it claimed (store.ClaimCommand); the two conditional
+// updates exclude each other, so when the withdrawal finds the command
+// claimed, the daemon's result is awaited instead of reporting a failure.
+func awaitCommand(ctx context.Context, st *store.Store, pid int, c *store.Command, w commandWaits) error {
+	start := time.Now()
+	deadline, hard := start.Add(w.apply), start.Add(w.apply+w.settle)
+	var expireErr error
 	for {
 		got, err := st.GetCommand(ctx, c.ID)
 		if err != nil {
 			return err
 		}
-		if got.DoneAt != nil {
-			if got.Result != "" {
-				return errors.New(got.Result)
-			}
+		now := time.Now()
+		switch {
+		case got.DoneAt != nil && got.Status == store.CommandExpired:
+			return fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, got.Result)
+		case got.DoneAt != nil && got.Result != "":
+			return errors.New(got.Result)
+		case got.DoneAt != nil:
 			return nil
+		case got.Status == store.CommandPending && now.After(deadline):
+			ok, err := st.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no daemon took it within %s", w.apply))
+			if err == nil && ok {
+				return fmt.Errorf("the running daemon (pid %d) did not take %s %s within %s: it was withdrawn and will not be applied",
+					pid, c.Action, c.Source, w.apply)
+			}
+			// Claimed meanwhile (its result is awaited), or the store is
+			// busy: a command still pending may yet be applied, so it is
+			// not reported as failed.
+			expireErr = err
 		}
-		if time.Now().After(deadline) {
-			// Withdraw it, so that a daemon started later does not apply a
-			// command its user was told had failed.
-			_ = st.CompleteCommand(ctx, c.ID, "expired: the daemon did not answer", "") // best effort
-			return fmt.Errorf("the running daemon (pid %d) did not apply %s %s within %s", pid, action, name, commandWait)
+		if now.After(hard) {
+			if expireErr != nil {
+				return fmt.Errorf("%s %s: could not withdraw it from the store (%w): the daemon (pid %d) may still apply it; see pacer status %s",
+					c.Action, c.Source, expireErr, pid, c.Source)
+			}
+			return fmt.Errorf("the running daemon (pid %d) took %s %s but did not report its result within %s; see pacer status %s",
+				pid, c.Action, c.Source, w.apply+w.settle, c.Source)
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		<-t.C
+		t := time.NewTimer(w.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 

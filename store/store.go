@@ -232,8 +232,9 @@ func (s *Store) Writable(ctx context.Context) error {
 	return nil
 }
 
-// EnqueueCommand stores a command for the running daemon. It sets c.ID and
-// c.CreatedAt (now, UTC); the other fields are stored as given.
+// EnqueueCommand stores a command for the running daemon. It sets c.ID,
+// c.CreatedAt (now, UTC) and c.Status (CommandPending); the other fields
+// are stored as given.
 func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	if c == nil {
 		return errors.New("store: enqueue command: nil command")
@@ -241,6 +242,7 @@ func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	row := *c
 	row.normalize()
 	row.CreatedAt = now()
+	row.Status = CommandPending
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("store: enqueue command: %w", err)
 	}
@@ -248,12 +250,13 @@ func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	return nil
 }
 
-// PendingCommands returns the commands not yet done, oldest first, at most
-// MaxPendingCommands of them.
+// PendingCommands returns the commands neither claimed nor done, oldest
+// first, at most MaxPendingCommands of them. The daemon applies one only
+// after ClaimCommand succeeds on it.
 func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	out := make([]Command, 0)
 	err := s.db.WithContext(ctx).
-		Where("done_at IS NULL").
+		Where("done_at IS NULL AND status = ?", CommandPending).
 		Order("id").
 		Limit(MaxPendingCommands).
 		Find(&out).Error
@@ -266,15 +269,44 @@ func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	return out, nil
 }
 
+// ClaimCommand moves a pending command to CommandApplying, in one
+// conditional update, and reports whether it did: false means the CLI
+// withdrew it (ExpireCommand) or another claim won, and the command must
+// not be applied. With ExpireCommand's update it makes "applied" and
+// "reported as not applied" exclusive.
+func (s *Store) ClaimCommand(ctx context.Context, id uint64) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&Command{}).
+		Where("id = ? AND done_at IS NULL AND status = ?", id, CommandPending).
+		Update("status", CommandApplying)
+	if res.Error != nil {
+		return false, fmt.Errorf("store: claim command %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ExpireCommand withdraws a command that no daemon has claimed: it is done,
+// with status CommandExpired and result reason, and no daemon applies it
+// afterwards. It reports whether it did; false means a daemon claimed it
+// (or it is done): its result is then the daemon's, to be waited for.
+func (s *Store) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&Command{}).
+		Where("id = ? AND done_at IS NULL AND status = ?", id, CommandPending).
+		Updates(map[string]any{"status": CommandExpired, "done_at": now(), "result": reason})
+	if res.Error != nil {
+		return false, fmt.Errorf("store: expire command %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // CompleteCommand marks a command done with its result ("" = success) and
 // code ("not_found", "conflict" or ""). Completing a command that is already
-// done keeps the first result and is not an error; an unknown id is
-// ErrNotFound.
+// done (or expired) keeps the first result and is not an error; an unknown
+// id is ErrNotFound.
 func (s *Store) CompleteCommand(ctx context.Context, id uint64, result, code string) error {
 	db := s.db.WithContext(ctx)
 	res := db.Model(&Command{}).
 		Where("id = ? AND done_at IS NULL", id).
-		Updates(map[string]any{"done_at": now(), "result": result, "code": code})
+		Updates(map[string]any{"done_at": now(), "result": result, "code": code, "status": CommandDone})
 	if res.Error != nil {
 		return fmt.Errorf("store: complete command %d: %w", id, res.Error)
 	}
