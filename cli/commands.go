@@ -109,6 +109,10 @@ func printStatusTable(w io.Writer, objs []scheduler.SourceObject, now time.Time)
 			next = relative(o.NextRunAt.Sub(now))
 		}
 		lastErr := o.LastError
+		if lastErr != "" && o.LastErrorAt != nil {
+			// After a reset the state is ok beside the old error: say when.
+			lastErr = "(" + ago(now.Sub(*o.LastErrorAt)) + ") " + lastErr
+		}
 		if o.ErrorReason != "" {
 			lastErr = o.ErrorReason
 		} else if o.PausedReason != "" {
@@ -133,6 +137,21 @@ func relative(d time.Duration) string {
 		return fmt.Sprintf("in %dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("in %dd", int(d/(24*time.Hour)))
+}
+
+// ago renders how long ago something happened: "12s ago", "3m ago",
+// "5h02m ago", "4d ago".
+func ago(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm ago", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }
 
 func shorten(s string, n int) string {
