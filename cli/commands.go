@@ -47,7 +47,11 @@ func cmdStatus(args []string, env Env) (err error) {
 	var states []store.SourceState
 	// Before any daemon has created the store there is nothing to read, and
 	// a store created here (by root, say) might not be writable by the
-	// service.
+	// service. A store deleted after a daemon ran on it is not read as
+	// empty: that is said.
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
@@ -185,6 +189,9 @@ func cmdHistory(args []string, env Env) (err error) {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
 	var recs []store.PollRecord
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
@@ -264,6 +271,11 @@ func cmdAction(action string, args []string, env Env) (err error) {
 		why = *reason
 	}
 	ctx := context.Background()
+	// A store deleted under (or after) a daemon: a command must not create
+	// a new, empty one, which the running daemon would never read.
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	pid, running, err := store.Holder(cfg.Store)
 	if err != nil {
 		return err
@@ -286,7 +298,9 @@ func cmdAction(action string, args []string, env Env) (err error) {
 			defer lock.Release()
 		}
 	}
-	st, err := openStore(cfg)
+	// The lock (when this command holds it) makes Open lock the database
+	// file and refuse to create one where the lock file records a store.
+	st, err := openStoreWith(cfg, store.Options{Lock: lock})
 	if err != nil {
 		return err
 	}
@@ -420,7 +434,11 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 }
 
 func openStore(cfg *config.Config) (*store.Store, error) {
-	st, err := store.Open(cfg.Store, store.Options{})
+	return openStoreWith(cfg, store.Options{})
+}
+
+func openStoreWith(cfg *config.Config, opts store.Options) (*store.Store, error) {
+	st, err := store.Open(cfg.Store, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Redactor().Redact(cfg.Store), err)
 	}

@@ -65,6 +65,15 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection before it fails; <= 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// Lock is the daemon lock of this store, held by the caller (SQLite):
+	// Open then locks the database file it creates, records it in the lock
+	// file, refuses to create a store that the lock file says existed
+	// (*MissingError) unless NewStore, and watches that the file stays the
+	// one opened (identity.go).
+	Lock *Lock
+	// NewStore lets Open create a new, empty store where the lock file
+	// records one that is now missing (pacer run -new-store).
+	NewStore bool
 }
 
 // Store persists source state, poll history and CLI commands. It is safe
@@ -82,6 +91,9 @@ type Store struct {
 	clustered string
 	// busy is the connection's busy timeout (SQLite).
 	busy time.Duration
+	// guard watches that the database file is still the one opened
+	// (SQLite; nil otherwise).
+	guard *guard
 }
 
 // Open opens the store at dsn, creating the database and its schema if
@@ -204,6 +216,10 @@ func (s *Store) Close() error {
 // proves one small write succeeds now; it does not replace checking the
 // result of SaveBatch.
 //
+// It fails when the database file is no longer the one opened (deleted,
+// replaced, no longer a database: see guard), which it looks at at most
+// once a second.
+//
 // It gives up when ctx is done, also while another process holds the write
 // lock: SQLite's busy wait does not heed a cancelled context, so the busy
 // timeout of the (only) connection is lowered to what ctx leaves for this
@@ -211,6 +227,9 @@ func (s *Store) Close() error {
 // busy timeout, past its own deadline, while the writer of poll results
 // waits behind it.
 func (s *Store) Writable(ctx context.Context) error {
+	if err := s.guard.check(); err != nil {
+		return fmt.Errorf("store: writable: %w", err)
+	}
 	ts := now()
 	row := metaRow{Key: metaHeartbeat, Value: ts.Format(time.RFC3339Nano), UpdatedAt: ts}
 	err := s.db.WithContext(ctx).Connection(func(tx *gorm.DB) error {

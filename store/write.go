@@ -212,10 +212,16 @@ func checkColumns(db *gorm.DB) error {
 // record with the Seq of a stored one replaces it for readers. Times are
 // stored in UTC at microsecond precision, and UpdatedAt is set to the
 // commit time. When a name occurs more than once in states, the last
-// occurrence wins.
+// occurrence wins. It fails, committing nothing, while the database file is
+// no longer the one opened (see guard).
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
 	if len(states) == 0 && len(records) == 0 {
 		return nil
+	}
+	if err := s.guard.check(); err != nil {
+		// What would be committed would be lost with the deleted file: it
+		// stays with the caller, to be committed once the file is back.
+		return fmt.Errorf("store: save batch: %w", err)
 	}
 	sts, err := prepareStates(states, now())
 	if err != nil {
