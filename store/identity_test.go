@@ -197,8 +197,19 @@ func TestMissingRecordedStoreRefused(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if store.Missing(dsn) == false {
+	if !store.Missing(dsn) {
 		t.Error("the refused Open created the database file")
+	}
+	// The refusal keeps the record: the next start is refused too.
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, dsn)
+	if s, err := store.Open(dsn, store.Options{Lock: l}); !errors.As(err, &me) {
+		if s != nil {
+			_ = s.Close()
+		}
+		t.Fatalf("second Open over a deleted store = %v; want a *MissingError", err)
 	}
 	s = openAt(t, dsn, store.Options{Lock: l, NewStore: true})
 	if states, err := s.LoadStates(t.Context()); err != nil || len(states) != 0 {

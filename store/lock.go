@@ -229,9 +229,11 @@ func (r lockRecord) String() string {
 }
 
 // record replaces the content of the lock file by our pid and the identity
-// of the database file we hold. l.mu held or l not shared yet.
+// of the database file we hold, or, before we hold one, the one the lock
+// file recorded (a start refused over a missing store must not erase
+// that record). l.mu held or l not shared yet.
 func (l *Lock) record() error {
-	r := lockRecord{pid: os.Getpid()}
+	r := lockRecord{pid: os.Getpid(), db: l.prev.db}
 	if l.db != nil {
 		id, err := fileIDOf(l.db)
 		if err != nil {
