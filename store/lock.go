@@ -189,6 +189,20 @@ func (l *Lock) lockDatabase() error {
 	return nil
 }
 
+// bind locks the database file once Open has created it, and records its
+// identity in the lock file (Vanished and the next start read it).
+func (l *Lock) bind() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.lockDatabase(); err != nil {
+		return err
+	}
+	if err := l.record(); err != nil {
+		return fmt.Errorf("lock %s: record the database: %w", l.path, err)
+	}
+	return nil
+}
+
 func (l *Lock) lockedError(pid int) *LockedError {
 	e := &LockedError{Store: l.dsn, PID: pid}
 	if abs, err := filepath.Abs(l.dsn); err != nil || abs != l.file {

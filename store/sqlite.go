@@ -91,20 +91,6 @@ func checkMissing(path string, opts Options) error {
 	return &MissingError{Store: path, Lock: l.path, PID: l.prev.pid}
 }
 
-// bind locks the database file once Open has created it, and records its
-// identity in the lock file (Vanished and the next start read it).
-func (l *Lock) bind() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.lockDatabase(); err != nil {
-		return err
-	}
-	if err := l.record(); err != nil {
-		return fmt.Errorf("lock %s: record the database: %w", l.path, err)
-	}
-	return nil
-}
-
 // sqliteDSN builds the mattn/go-sqlite3 DSN: a SQLite URI for path with the
 // connection settings every connection is opened with. _txlock=immediate
 // makes every transaction take the write lock at BEGIN, so a transaction
