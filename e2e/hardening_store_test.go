@@ -146,16 +146,40 @@ func waitNotReady(t *testing.T, d *daemon, want string) time.Duration {
 // missing store (exit 1, saying what happened and how to proceed) unless
 // run with -new-store. Before: /readyz stayed 200, errors 0, pause created
 // an empty store, and a restart lost every error and pause state.
+//
+// "rm pacer.db*" deletes the lock file too: the daemon re-creates it, with
+// the record of the database, within a second.
 func TestStoreDeletedUnderDaemon(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		suffixes []string
+	}{
+		{"db wal shm", []string{"", "-wal", "-shm"}},
+		{"and the lock file", []string{"", "-wal", "-shm", ".lock"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testStoreDeleted(t, c.suffixes)
+		})
+	}
+}
+
+func testStoreDeleted(t *testing.T, suffixes []string) {
 	u := newUpstream(t)
 	in, d := storeGoneInst(t, u)
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range suffixes {
 		if err := os.Remove(in.storePath() + suffix); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
 	took := waitNotReady(t, d, "deleted")
+	eventually(t, 5*time.Second, "the lock file to record the database", func() error {
+		if b, err := os.ReadFile(in.storePath() + ".lock"); err != nil || !strings.Contains(string(b), "\ndb ") {
+			return errf("lock file %q, %v", b, err)
+		}
+		return nil
+	})
 	t.Logf("/readyz 503 %s after the store was deleted", took.Round(10*time.Millisecond))
 	eventually(t, 5*time.Second, "pacer_store_errors_total > 0", func() error {
 		if n := d.metric("pacer_store_errors_total"); n < 1 {
