@@ -37,13 +37,13 @@ type MissingError struct {
 
 // Error says what happened and how to proceed.
 func (e *MissingError) Error() string {
-	who := fmt.Sprintf("a pacer (pid %d) ran on it", e.PID)
+	who := fmt.Sprintf("its lock file %s records that a pacer ran on it (last holder: pid %d)", e.Lock, e.PID)
 	if e.Running {
-		who = fmt.Sprintf("the running pacer (pid %d) had it open", e.PID)
+		who = fmt.Sprintf("the running pacer (pid %d) had it open (its lock file %s records the database)", e.PID, e.Lock)
 	}
-	return fmt.Sprintf("store %s is missing, but %s (its lock file %s records the database): the file was deleted or moved, "+
+	return fmt.Sprintf("store %s is missing, but %s: the file was deleted or moved, "+
 		"and a new, empty store would lose every source's error, pause and backoff state. Put the file back (with its -wal file), "+
-		"or start with an empty store: pacer run -new-store (or PACER_NEW_STORE=1)", e.Store, who, e.Lock)
+		"or start with an empty store: pacer run -new-store (or PACER_NEW_STORE=1)", e.Store, who)
 }
 
 // Vanished returns a *MissingError when the SQLite file of dsn is missing
