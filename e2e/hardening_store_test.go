@@ -8,6 +8,7 @@ package e2e
 // the CLI, and not silently started over at the next start.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -273,5 +274,53 @@ func TestStoreReplacedUnderDaemon(t *testing.T) {
 			})
 			d.kill()
 		})
+	}
+}
+
+// TestStatusLastErrorAfterReset (item 15, in part): after reset a source
+// shows ok beside its old last error; status -json has last_error_at (when
+// that poll ended, kept across a restart) and the table says how long ago
+// it was. Before: "ok ... GET ...: 500" with nothing saying it was old.
+func TestStatusLastErrorAfterReset(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	u.Set("/e", behavior{Status: 500})
+	in := newInst(t)
+	in.writeConfig(`shutdown_timeout: 2s
+sources:
+  - {name: e, type: http, url: "` + u.URL("/e") + `", schedule: "@every 1s", error_after: 1}
+`)
+	d := in.start()
+	eventually(t, 5*time.Second, "e in error", func() error {
+		if o := in.statusJSON("e"); o.State != "error" {
+			return errf("%s", o)
+		}
+		return nil
+	})
+	failedBy := time.Now()
+	u.Set("/e", behavior{})
+	in.mustCLI("reset", "e")
+	eventually(t, 5*time.Second, "e ok after reset", func() error {
+		if o := in.statusJSON("e"); o.State != "ok" {
+			return errf("%s", o)
+		}
+		return nil
+	})
+	d.stop(10 * time.Second)
+	var o struct {
+		State       string     `json:"state"`
+		LastError   string     `json:"last_error"`
+		LastErrorAt *time.Time `json:"last_error_at"`
+	}
+	r := in.mustCLI("status", "-json", "e")
+	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.State != "ok" || o.LastError == "" || o.LastErrorAt == nil || o.LastErrorAt.After(failedBy) || o.LastErrorAt.Before(d.started) {
+		t.Errorf("status -json after reset: %s; want ok, the old last_error and its last_error_at (between %s and %s)", r.stdout, d.started, failedBy)
+	}
+	table := in.mustCLI("status", "e").stdout
+	if !strings.Contains(table, "s ago) ") || !strings.Contains(table, "500") {
+		t.Errorf("status table does not say how long ago the last error was:\n%s", table)
 	}
 }
