@@ -55,7 +55,7 @@ func Vanished(dsn string) error {
 		return nil
 	}
 	file := resolvePath(dsn)
-	r := readLockFile(file + ".lock")
+	r := readLockFileOnce(file + ".lock")
 	if !r.db.valid() {
 		return nil // the first start: no store yet
 	}

@@ -124,7 +124,7 @@ func AcquireLock(dsn string) (*Lock, error) {
 		return nil, errors.Join(fmt.Errorf("store: lock %s: %w", l.path, err), f.Close())
 	}
 	l.f = f
-	l.prev = readLockFile(l.path)
+	l.prev = readLockFileOnce(l.path) // we hold it: nobody is writing it
 	if err := l.lockDatabase(); err != nil {
 		return nil, errors.Join(err, funlock(f), f.Close())
 	}
@@ -265,25 +265,35 @@ func (l *Lock) record() error {
 }
 
 // readLockFile returns what a lock file records; its pid is 0 if there is
-// none yet (its holder is between taking the lock and writing it).
+// none yet (its holder is between taking the lock and writing it: a few
+// spaced reads give it the time).
 func readLockFile(path string) lockRecord {
 	var r lockRecord
 	for _, wait := range [...]time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond} {
 		time.Sleep(wait)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return lockRecord{}
+		if r = readLockFileOnce(path); r.pid > 0 {
+			break
 		}
-		lines := strings.Split(string(b), "\n")
-		if pid, err := strconv.Atoi(strings.TrimSpace(lines[0])); err == nil && pid > 0 {
-			r.pid = pid
-			for _, line := range lines[1:] {
-				var dev, ino uint64
-				if n, _ := fmt.Sscanf(line, "db %d %d", &dev, &ino); n == 2 {
-					r.db = fileID{dev: dev, ino: ino}
-				}
-			}
-			return r
+	}
+	return r
+}
+
+// readLockFileOnce parses the lock file at path; a missing or empty one
+// records nothing.
+func readLockFileOnce(path string) lockRecord {
+	var r lockRecord
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r
+	}
+	lines := strings.Split(string(b), "\n")
+	if pid, err := strconv.Atoi(strings.TrimSpace(lines[0])); err == nil && pid > 0 {
+		r.pid = pid
+	}
+	for _, line := range lines[1:] {
+		var dev, ino uint64
+		if n, _ := fmt.Sscanf(line, "db %d %d", &dev, &ino); n == 2 {
+			r.db = fileID{dev: dev, ino: ino}
 		}
 	}
 	return r
