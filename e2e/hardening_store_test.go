@@ -39,6 +39,7 @@ func secondDaemon(t *testing.T, in *inst, u *upstream, storeName string, holder 
 	if n := u.Count("/second"); n != 0 {
 		t.Errorf("the refused daemon polled its source %d times", n)
 	}
+	t.Logf("second pacer run on %s: exit %d after %s: %s", storeName, code, d2.exitAt.Sub(d2.started).Round(time.Millisecond), strings.TrimSpace(d2.logs()))
 }
 
 // TestSecondDaemonThroughSymlink (item 3): a second config that names the
