@@ -37,7 +37,7 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 const usage = `usage:
-  pacer run      [-config FILE]                 run the daemon in the foreground
+  pacer run      [-config FILE] [-new-store]    run the daemon in the foreground
   pacer validate [-config FILE]                 check the config; print every problem
   pacer status   [-config FILE] [-json] [NAME]  state of every source (or one)
   pacer reset    [-config FILE] (NAME... | -all-errored)

@@ -47,7 +47,11 @@ func cmdStatus(args []string, env Env) (err error) {
 	var states []store.SourceState
 	// Before any daemon has created the store there is nothing to read, and
 	// a store created here (by root, say) might not be writable by the
-	// service.
+	// service. A store deleted after a daemon ran on it is not read as
+	// empty: that is said.
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
@@ -111,6 +115,10 @@ func printStatusTable(w io.Writer, objs []scheduler.Explained, now time.Time) {
 			next = relative(o.NextRunAt.Sub(now))
 		}
 		lastErr := o.LastError
+		if lastErr != "" && o.LastErrorAt != nil {
+			// After a reset the state is ok beside the old error: say when.
+			lastErr = "(" + ago(now.Sub(*o.LastErrorAt)) + ") " + lastErr
+		}
 		if o.ErrorReason != "" {
 			lastErr = o.ErrorReason
 		} else if o.PausedReason != "" {
@@ -137,6 +145,21 @@ func relative(d time.Duration) string {
 	return fmt.Sprintf("in %dd", int(d/(24*time.Hour)))
 }
 
+// ago renders how long ago something happened: "12s ago", "3m ago",
+// "5h02m ago", "4d ago".
+func ago(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm ago", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}
+
 func cmdHistory(args []string, env Env) (err error) {
 	f := newFlags("history", env)
 	defer f.redact(&err)
@@ -160,6 +183,9 @@ func cmdHistory(args []string, env Env) (err error) {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
 	var recs []store.PollRecord
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	if !store.Missing(cfg.Store) {
 		st, err := openStore(cfg)
 		if err != nil {
@@ -239,6 +265,11 @@ func cmdAction(action string, args []string, env Env) (err error) {
 		why = *reason
 	}
 	ctx := context.Background()
+	// A store deleted under (or after) a daemon: a command must not create
+	// a new, empty one, which the running daemon would never read.
+	if err := store.Vanished(cfg.Store); err != nil {
+		return err
+	}
 	pid, running, err := store.Holder(cfg.Store)
 	if err != nil {
 		return err
@@ -261,7 +292,9 @@ func cmdAction(action string, args []string, env Env) (err error) {
 			defer lock.Release()
 		}
 	}
-	st, err := openStore(cfg)
+	// The lock (when this command holds it) makes Open lock the database
+	// file and refuse to create one where the lock file records a store.
+	st, err := openStoreWith(cfg, store.Options{Lock: lock})
 	if err != nil {
 		return err
 	}
@@ -312,26 +345,68 @@ func viaDaemon(ctx context.Context, st *store.Store, pid int, action, name, reas
 	if err := st.EnqueueCommand(ctx, c); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(commandWait)
+	return awaitCommand(ctx, st, pid, c, commandWaits{apply: commandWait, settle: settleWait, poll: 50 * time.Millisecond})
+}
+
+// settleWait bounds how long the CLI waits, past commandWait, to learn the
+// fate of a command: the result of one the daemon claimed, or a withdrawal
+// that the store's write lock (held by another process) delays.
+const settleWait = 30 * time.Second
+
+// commandWaits are awaitCommand's bounds: apply for the daemon to take the
+// command, settle beyond it, poll between reads.
+type commandWaits struct{ apply, settle, poll time.Duration }
+
+// awaitCommand waits for the daemon's result of the queued command c. A
+// command ends in exactly one of two ways, and is reported so: applied
+// (nil, or the daemon's refusal), or not applied. Past w.apply a command no
+// daemon has claimed is withdrawn (store.ExpireCommand), and a daemon
+// applies only what it claimed (store.ClaimCommand); the two conditional
+// updates exclude each other, so when the withdrawal finds the command
+// claimed, the daemon's result is awaited instead of reporting a failure.
+func awaitCommand(ctx context.Context, st *store.Store, pid int, c *store.Command, w commandWaits) error {
+	start := time.Now()
+	deadline, hard := start.Add(w.apply), start.Add(w.apply+w.settle)
+	var expireErr error
 	for {
 		got, err := st.GetCommand(ctx, c.ID)
 		if err != nil {
 			return err
 		}
-		if got.DoneAt != nil {
-			if got.Result != "" {
-				return errors.New(got.Result)
-			}
+		now := time.Now()
+		switch {
+		case got.DoneAt != nil && got.Status == store.CommandExpired:
+			return fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, got.Result)
+		case got.DoneAt != nil && got.Result != "":
+			return errors.New(got.Result)
+		case got.DoneAt != nil:
 			return nil
+		case got.Status == store.CommandPending && now.After(deadline):
+			ok, err := st.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no daemon took it within %s", w.apply))
+			if err == nil && ok {
+				return fmt.Errorf("the running daemon (pid %d) did not take %s %s within %s: it was withdrawn and will not be applied",
+					pid, c.Action, c.Source, w.apply)
+			}
+			// Claimed meanwhile (its result is awaited), or the store is
+			// busy: a command still pending may yet be applied, so it is
+			// not reported as failed.
+			expireErr = err
 		}
-		if time.Now().After(deadline) {
-			// Withdraw it, so that a daemon started later does not apply a
-			// command its user was told had failed.
-			_ = st.CompleteCommand(ctx, c.ID, "expired: the daemon did not answer", "") // best effort
-			return fmt.Errorf("the running daemon (pid %d) did not apply %s %s within %s", pid, action, name, commandWait)
+		if now.After(hard) {
+			if expireErr != nil {
+				return fmt.Errorf("%s %s: could not withdraw it from the store (%w): the daemon (pid %d) may still apply it; see pacer status %s",
+					c.Action, c.Source, expireErr, pid, c.Source)
+			}
+			return fmt.Errorf("the running daemon (pid %d) took %s %s but did not report its result within %s; see pacer status %s",
+				pid, c.Action, c.Source, w.apply+w.settle, c.Source)
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		<-t.C
+		t := time.NewTimer(w.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 
@@ -357,7 +432,11 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 }
 
 func openStore(cfg *config.Config) (*store.Store, error) {
-	st, err := store.Open(cfg.Store, store.Options{})
+	return openStoreWith(cfg, store.Options{})
+}
+
+func openStoreWith(cfg *config.Config, opts store.Options) (*store.Store, error) {
+	st, err := store.Open(cfg.Store, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Redactor().Redact(cfg.Store), err)
 	}

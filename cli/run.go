@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 func cmdRun(args []string, env Env) (err error) {
 	f := newFlags("run", env)
+	newStore := f.Bool("new-store", false, "start with a new, empty store where the lock file records one that is missing (also PACER_NEW_STORE=1)")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -57,7 +59,7 @@ func cmdRun(args []string, env Env) (err error) {
 		}
 	}
 	defer lock.Release()
-	st, err := store.Open(cfg.Store, store.Options{Logger: log})
+	st, err := store.Open(cfg.Store, store.Options{Logger: log, Lock: lock, NewStore: *newStore || envTrue(env, "PACER_NEW_STORE")})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", redact.Redact(cfg.Store), err)
 	}
@@ -239,6 +241,17 @@ func newLogger(c config.Log, env Env) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(env.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(env.Stderr, opts))
+}
+
+// envTrue reports whether the environment variable key is set to a true
+// value (1, true, yes).
+func envTrue(env Env, key string) bool {
+	v, _ := env.LookupEnv(key)
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
 }
 
 // readToken reads the admin token file (see config.ReadToken).

@@ -327,7 +327,11 @@ func (s *Scheduler) reloadSources(srcs []config.Source, stored map[string]store.
 }
 
 // commands applies the CLI's commands queued in the store, so that they take
-// effect in the running daemon (and are not overwritten by it).
+// effect in the running daemon (and are not overwritten by it). A command
+// is applied only once this daemon has claimed it (store.ClaimCommand): the
+// CLI withdraws one it stopped waiting for with the converse conditional
+// update, so a command is either applied and reported so or withdrawn and
+// never applied, and a trigger runs at most once.
 func (s *Scheduler) commands(ctx context.Context) {
 	for {
 		if !sleep(ctx, s.clock, s.cmdEvery) {
@@ -340,32 +344,73 @@ func (s *Scheduler) commands(ctx context.Context) {
 			}
 			continue
 		}
-		// Apply them all, then wait once for their commits: a CLI command
-		// is done when the store shows its effect.
-		errs := make([]error, len(cmds))
-		seqs := make([]uint64, len(cmds))
-		for i, c := range cmds {
-			seqs[i], errs[i] = s.applyAsync(c.Action, c.Source, c.Reason)
+		s.applyCommands(ctx, s.claimCommands(ctx, cmds))
+	}
+}
+
+// claimCommands returns the commands of cmds this daemon claimed, in
+// order. It stops at the first store error (the rest stay pending for the
+// next pass).
+func (s *Scheduler) claimCommands(ctx context.Context, cmds []store.Command) []store.Command {
+	out := cmds[:0]
+	for _, c := range cmds {
+		ok, err := s.store.ClaimCommand(ctx, c.ID)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.m.storeErrors.Inc()
+				s.log.Error("claim command", "id", c.ID, "err", err)
+			}
+			break
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, commitWait)
-		for i, c := range cmds {
-			if errs[i] == nil && seqs[i] > 0 {
-				s.flush.waitSaved(waitCtx, c.Source, seqs[i])
+		if ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// applyCommands applies claimed commands, waits once for their commits (a
+// CLI command is done when the store shows its effect), then records their
+// results.
+func (s *Scheduler) applyCommands(ctx context.Context, cmds []store.Command) {
+	errs := make([]error, len(cmds))
+	seqs := make([]uint64, len(cmds))
+	for i, c := range cmds {
+		seqs[i], errs[i] = s.applyAsync(c.Action, c.Source, c.Reason)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, commitWait)
+	for i, c := range cmds {
+		if errs[i] == nil && seqs[i] > 0 {
+			s.flush.waitSaved(waitCtx, c.Source, seqs[i])
+		}
+	}
+	cancel()
+	for i, c := range cmds {
+		result, code := "", ""
+		if err := errs[i]; err != nil {
+			result, code = err.Error(), ErrorCode(err)
+		}
+		// The command is applied: its result must reach the CLI, which
+		// waits for it. A busy store is retried within the bound.
+		retryCtx, cancel := context.WithTimeout(ctx, resultWait)
+		for {
+			err := s.store.CompleteCommand(retryCtx, c.ID, result, code)
+			if err == nil {
+				break
+			}
+			s.m.storeErrors.Inc()
+			s.log.Error("complete command", "id", c.ID, "err", err)
+			if !sleep(retryCtx, s.clock, s.cmdEvery) {
+				break
 			}
 		}
 		cancel()
-		for i, c := range cmds {
-			result, code := "", ""
-			if err := errs[i]; err != nil {
-				result, code = err.Error(), ErrorCode(err)
-			}
-			if err := s.store.CompleteCommand(ctx, c.ID, result, code); err != nil {
-				s.m.storeErrors.Inc()
-				s.log.Error("complete command", "id", c.ID, "err", err)
-			}
-		}
 	}
 }
+
+// resultWait bounds how long the daemon retries recording the result of a
+// command it applied.
+const resultWait = 30 * time.Second
 
 // applyAsync performs a named operator action (reset, pause, resume or
 // trigger, from the CLI's command queue) without waiting for its commit; it

@@ -43,6 +43,7 @@ type Store interface {
 	SaveBatch(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) error
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	PendingCommands(ctx context.Context) ([]store.Command, error)
+	ClaimCommand(ctx context.Context, id uint64) (bool, error)
 	CompleteCommand(ctx context.Context, id uint64, result, code string) error
 	Writable(ctx context.Context) error
 }

@@ -144,7 +144,7 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.FailuresTotal++
 		st.ConsecutiveFailures++
 		st.ConsecutiveThrottles = 0
-		st.LastError = o.err
+		st.LastError, st.LastErrorAt = o.err, ptr(end)
 		notBefore = src.Backoff.NextAttemptAt(end, st.ConsecutiveFailures, o.jitter)
 		if src.ErrorAfter > 0 && st.ConsecutiveFailures >= src.ErrorAfter {
 			st.ErrorReason = fmt.Sprintf("%d consecutive failures; last: %s", st.ConsecutiveFailures, o.err)

@@ -61,7 +61,7 @@ func TestApplyOutcome(t *testing.T) {
 			in:   store.SourceState{ConsecutiveFailures: 4},
 			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
-				if st.ConsecutiveFailures != 5 || st.FailuresTotal != 1 || st.LastError != "boom" {
+				if st.ConsecutiveFailures != 5 || st.FailuresTotal != 1 || st.LastError != "boom" || st.LastErrorAt == nil || !st.LastErrorAt.Equal(t0) {
 					t.Errorf("got %+v", st)
 				}
 				if want := at(16 * time.Second); !st.NextRunAt.Equal(want) {

@@ -21,6 +21,7 @@ type SourceObject struct {
 	LastRunAt           *time.Time `json:"last_run_at"`
 	LastSuccessAt       *time.Time `json:"last_success_at"`
 	LastError           string     `json:"last_error"`
+	LastErrorAt         *time.Time `json:"last_error_at"`
 	ErrorReason         string     `json:"error_reason"`
 	PausedReason        string     `json:"paused_reason"`
 	PollsTotal          int64      `json:"polls_total"`
@@ -46,6 +47,7 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		LastRunAt:           utc(st.LastRunAt),
 		LastSuccessAt:       utc(st.LastSuccessAt),
 		LastError:           redact(st.LastError),
+		LastErrorAt:         utc(st.LastErrorAt),
 		ErrorReason:         redact(st.ErrorReason),
 		PausedReason:        redact(st.PausedReason),
 		PollsTotal:          st.PollsTotal,

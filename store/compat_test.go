@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -103,9 +104,19 @@ func sqliteSchema(t *testing.T, db *sql.DB) map[string]string {
 	return out
 }
 
+// addedShapes are the additive columns of schema 3 (models.go,
+// addedColumns) as tableShape shows them: what opening a round-1 store
+// adds, and all that it changes in the schema.
+var addedShapes = map[string][]string{
+	"source_states": {"last_error_at INTEGER null pk0 default "},
+	"commands":      {"status TEXT not null pk0 default 'pending'"},
+}
+
 // TestSchema3StoreReadsAsBefore: a store written by round 1 opens, reads
-// exactly as round 1 read it, is not altered by opening, and takes new
-// records after its old ones (a tail then holds records of both formats).
+// exactly as round 1 read it (the additive columns read as absent: no
+// LastErrorAt, a done command's status "done"), is altered by opening
+// only by those columns, and takes new records after its old ones (a tail
+// then holds records of both formats).
 func TestSchema3StoreReadsAsBefore(t *testing.T) {
 	path := loadSchema3(t)
 	raw, err := sql.Open("sqlite3", path)
@@ -114,12 +125,30 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 	}
 	defer raw.Close()
 	ddl := sqliteSchema(t, raw)
+	shapes := map[string][]string{}
+	for table := range ddl {
+		shapes[table] = append(tableShape(t, raw, table), addedShapes[table]...)
+	}
 
 	s := openAt(t, path, store.Options{})
-	got, err := json.MarshalIndent(readAll(t, s), "", "  ")
+	reads := readAll(t, s)
+	for i, c := range reads.Commands {
+		if want := map[bool]string{true: store.CommandDone, false: store.CommandPending}[c.DoneAt != nil]; c.Status != want {
+			t.Errorf("command %d (done at %v): status %q, want %q", c.ID, c.DoneAt, c.Status, want)
+		}
+		reads.Commands[i].Status = "" // not in round 1's reads
+	}
+	for _, st := range reads.States {
+		if st.LastErrorAt != nil {
+			t.Errorf("%s: LastErrorAt %v in a round-1 state", st.Name, st.LastErrorAt)
+		}
+	}
+	got, err := json.MarshalIndent(reads, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = bytes.ReplaceAll(got, []byte(",\n      \"LastErrorAt\": null"), nil)
+	got = bytes.ReplaceAll(got, []byte(",\n      \"Status\": \"\""), nil)
 	want, err := os.ReadFile(filepath.Join("testdata", "schema3.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,8 +156,16 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 	if string(got)+"\n" != string(want) {
 		t.Errorf("reads of the round-1 store differ from round 1's:\n got  %s\n want %s", got, want)
 	}
+	for table := range ddl {
+		if after := tableShape(t, raw, table); !reflect.DeepEqual(after, shapes[table]) {
+			t.Errorf("opening altered %s beyond the additive columns:\n got  %v\n want %v", table, after, shapes[table])
+		}
+	}
+	// Reopening a store that has the columns does not alter it.
+	ddl = sqliteSchema(t, raw)
+	openAt(t, path, store.Options{})
 	if after := sqliteSchema(t, raw); !reflect.DeepEqual(after, ddl) {
-		t.Errorf("opening altered the schema:\n got  %v\n want %v", after, ddl)
+		t.Errorf("reopening altered the schema:\n got  %v\n want %v", after, ddl)
 	}
 
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -168,8 +205,9 @@ func TestSQLiteSchemaAsSchema3(t *testing.T) {
 		if i := slices.Index(c, "paused NUMERIC not null pk0 default 0"); i >= 0 && table == "source_states" {
 			c[i] = "paused INTEGER not null pk0 default 0"
 		}
+		o = append(o, addedShapes[table]...)
 		if !reflect.DeepEqual(o, c) {
-			t.Errorf("%s:\n new store %v\n round 1   %v", table, c, o)
+			t.Errorf("%s:\n new store %v\n round 1 + additive columns %v", table, c, o)
 		}
 		ow := strings.HasSuffix(oldDDL[table], "WITHOUT ROWID")
 		if cw := strings.HasSuffix(curDDL[table], "WITHOUT ROWID"); cw != ow {

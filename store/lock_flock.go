@@ -4,8 +4,13 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -50,4 +55,67 @@ func doFlock(f *os.File, how int) error {
 		return &os.PathError{Op: "flock", Path: f.Name(), Err: ferr}
 	}
 	return nil
+}
+
+// fileID identifies a file: its device and inode numbers. The zero value
+// is no file.
+type fileID struct{ dev, ino uint64 }
+
+func (id fileID) valid() bool { return id != fileID{} }
+
+// fileIDOf is the identity of the file f has open.
+func fileIDOf(f *os.File) (fileID, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileID{}, err
+	}
+	return idOfInfo(fi), nil
+}
+
+// statID is the identity of the file at path (symbolic links followed).
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	return idOfInfo(fi), nil
+}
+
+func idOfInfo(fi os.FileInfo) fileID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)} //nolint:unconvert // int32 on some platforms
+}
+
+// flockHolder is the pid of the process that holds an exclusive flock on
+// the file f has open, from /proc/locks (Linux); 0 when unknown.
+func flockHolder(f *os.File) int {
+	id, err := fileIDOf(f)
+	if err != nil {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	return flockHolderIn(string(b), id)
+}
+
+// flockHolderIn finds, in the text of /proc/locks, the holder of an
+// exclusive flock on the file id ("1: FLOCK ADVISORY WRITE 4242 fd:01:1234
+// 0 EOF"; the device is major:minor in hex). Waiters ("->") are skipped.
+func flockHolderIn(locks string, id fileID) int {
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(id.dev), unix.Minor(id.dev), id.ino)
+	for _, line := range strings.Split(locks, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[3] != "WRITE" || f[5] != want {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }

@@ -21,3 +21,17 @@ var errNoFlock = errors.New("daemon lock not supported on this platform")
 func flock(*os.File, int) error { return errNoFlock }
 
 func funlock(*os.File) error { return errNoFlock }
+
+// fileID identifies a file; this platform has no inode numbers to offer.
+type fileID struct{ dev, ino uint64 }
+
+func (id fileID) valid() bool { return id != fileID{} }
+
+func fileIDOf(*os.File) (fileID, error) { return fileID{}, nil }
+
+func statID(path string) (fileID, error) {
+	_, err := os.Stat(path)
+	return fileID{}, err
+}
+
+func flockHolder(*os.File) int { return 0 }

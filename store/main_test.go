@@ -40,6 +40,17 @@ func runChild(mode, dsn string) int {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1
 		}
+	case "daemon":
+		// A daemon's start: the lock, then the store (created, locked,
+		// recorded in the lock file).
+		l, err := store.AcquireLock(dsn)
+		if err == nil {
+			_, err = store.Open(dsn, store.Options{Lock: l})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
 	case "save":
 		s, err := store.Open(dsn, store.Options{})
 		if err != nil {

@@ -45,6 +45,9 @@ type stateModel struct {
 	ThrottledTotal       int64  `gorm:"not null;default:0"`
 	HistorySeq           int64  `gorm:"not null;default:0"`
 	UpdatedAt            int64  `gorm:"not null;default:0;autoUpdateTime:false"`
+	// LastErrorAt came after the first schema-3 stores: an additive column
+	// (addedColumns), NULL in the rows written before it.
+	LastErrorAt *int64
 }
 
 // TableName pins the table of stateModel.
@@ -66,7 +69,7 @@ func (m *stateModel) state() SourceState {
 		LastError: m.LastError, LastOutcome: m.LastOutcome, BreakerState: m.BreakerState,
 		BreakerUntil: t(m.BreakerUntil), ErrorReason: m.ErrorReason, Paused: m.Paused, PausedReason: m.PausedReason,
 		PollsTotal: m.PollsTotal, FailuresTotal: m.FailuresTotal, ThrottledTotal: m.ThrottledTotal,
-		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt),
+		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt), LastErrorAt: t(m.LastErrorAt),
 	}
 }
 
@@ -125,10 +128,77 @@ func createTables(tx *gorm.DB, clustered string) error {
 	return nil
 }
 
-// checkTables reports the first table that lacks a column of its model.
-// Tables are not altered: within one schema version the columns are those
-// of the models, and a store of the version that does not have them was
-// not written by pacer (or a model changed without a new version).
+// addedColumn is a column that schema 3 gained after its first stores: it
+// is nullable or has a default, so that rows written before it read as
+// they did, and an older pacer, which names its columns, still reads and
+// writes the table. Open adds the column to a store that lacks it (ALTER
+// TABLE ADD COLUMN), with fill run in the same transaction to give the old
+// rows their value, instead of a new schema version that the older
+// pacer would refuse.
+type addedColumn struct {
+	model any
+	field string // the Go field
+	fill  string // SQL run after adding it; "" for none
+}
+
+// addedColumns are schema 3's additive columns, in the order they came.
+func addedColumns() []addedColumn {
+	return []addedColumn{
+		{&stateModel{}, "LastErrorAt", ""},
+		// A command done before the column existed is done.
+		{&Command{}, "Status", "UPDATE " + tableCommands + " SET status = '" + CommandDone + "' WHERE done_at IS NOT NULL"},
+	}
+}
+
+// isAdded reports whether column of the model's table is an additive one.
+func isAdded(table, column string, db *gorm.DB) bool {
+	for _, a := range addedColumns() {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(a.model) != nil {
+			continue
+		}
+		if f := stmt.Schema.LookUpField(a.field); f != nil && stmt.Schema.Table == table && f.DBName == column {
+			return true
+		}
+	}
+	return false
+}
+
+// addColumns adds the additive columns a store lacks, in one write
+// transaction that checks again, so that two processes opening the store
+// at once do not both add one. A store that has them all is not written
+// (a read-only one opens).
+func addColumns(db *gorm.DB) error {
+	missing := false
+	for _, a := range addedColumns() {
+		missing = missing || !db.Migrator().HasColumn(a.model, a.field)
+	}
+	if !missing {
+		return nil
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		for _, a := range addedColumns() {
+			if tx.Migrator().HasColumn(a.model, a.field) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(a.model, a.field); err != nil {
+				return fmt.Errorf("add column %s of %T: %w", a.field, a.model, err)
+			}
+			if a.fill != "" {
+				if err := tx.Exec(a.fill).Error; err != nil {
+					return fmt.Errorf("fill column %s of %T: %w", a.field, a.model, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// checkTables adds the additive columns a store lacks (addColumns), then
+// reports the first table that lacks another column of its model. Those
+// are not added: within one schema version the other columns are those of
+// the models, and a store of the version that does not have them was not
+// written by pacer (or a model changed without a new version).
 func checkTables(db *gorm.DB) error {
 	for _, m := range models() {
 		stmt := &gorm.Statement{DB: db}
@@ -144,10 +214,10 @@ func checkTables(db *gorm.DB) error {
 			have = append(have, c.Name())
 		}
 		for _, name := range stmt.Schema.DBNames {
-			if !slices.Contains(have, name) {
+			if !slices.Contains(have, name) && !isAdded(stmt.Schema.Table, name, db) {
 				return fmt.Errorf("table %s has no column %s (it has %v)", stmt.Schema.Table, name, have)
 			}
 		}
 	}
-	return nil
+	return addColumns(db)
 }

@@ -52,18 +52,18 @@ func fromNullMicros(us sql.NullInt64) *time.Time {
 // scanState reads one row of stateColumns.
 func scanState(r *sql.Rows) (SourceState, error) {
 	var st SourceState
-	var next, last, success, until sql.NullInt64
+	var next, last, success, until, lastErr sql.NullInt64
 	var updated int64
 	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
 		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
 		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
-		&st.ThrottledTotal, &st.HistorySeq, &updated)
+		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr)
 	if err != nil {
 		return SourceState{}, err
 	}
 	st.NextRunAt, st.LastRunAt = fromNullMicros(next), fromNullMicros(last)
 	st.LastSuccessAt, st.BreakerUntil = fromNullMicros(success), fromNullMicros(until)
-	st.UpdatedAt = fromMicros(updated)
+	st.UpdatedAt, st.LastErrorAt = fromMicros(updated), fromNullMicros(lastErr)
 	return st, nil
 }
 

@@ -21,10 +21,14 @@ func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+		opts.Logger = log
 	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
+	}
+	if err := checkMissing(path, opts); err != nil {
+		return nil, err
 	}
 	db, err := gorm.Open(sqlite.Open(sqliteDSN(path, busy, readOnly)), &gorm.Config{
 		Logger:                 newGormLogger(log),
@@ -61,7 +65,30 @@ func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
 	if err := s.setup(); err != nil {
 		return fail(err)
 	}
+	if opts.Lock != nil && opts.Lock.f != nil {
+		if err := opts.Lock.bind(); err != nil {
+			return fail(err)
+		}
+	}
+	if s.guard, err = newGuard(path, opts.Lock, log); err != nil {
+		return fail(err)
+	}
 	return s, nil
+}
+
+// checkMissing refuses to create a store where the lock file says one
+// existed (*MissingError), unless opts.NewStore.
+func checkMissing(path string, opts Options) error {
+	l := opts.Lock
+	if l == nil || !l.prev.db.valid() || !Missing(path) {
+		return nil
+	}
+	if opts.NewStore {
+		opts.Logger.Warn("store: the store is missing; a new, empty one is created as asked (-new-store)",
+			"store", path, "lock", l.path, "previous_pid", l.prev.pid)
+		return nil
+	}
+	return &MissingError{Store: path, Lock: l.path, PID: l.prev.pid}
 }
 
 // sqliteDSN builds the mattn/go-sqlite3 DSN: a SQLite URI for path with the

@@ -65,6 +65,15 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection before it fails; <= 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// Lock is the daemon lock of this store, held by the caller (SQLite):
+	// Open then locks the database file it creates, records it in the lock
+	// file, refuses to create a store that the lock file says existed
+	// (*MissingError) unless NewStore, and watches that the file stays the
+	// one opened (identity.go).
+	Lock *Lock
+	// NewStore lets Open create a new, empty store where the lock file
+	// records one that is now missing (pacer run -new-store).
+	NewStore bool
 }
 
 // Store persists source state, poll history and CLI commands. It is safe
@@ -82,6 +91,9 @@ type Store struct {
 	clustered string
 	// busy is the connection's busy timeout (SQLite).
 	busy time.Duration
+	// guard watches that the database file is still the one opened
+	// (SQLite; nil otherwise).
+	guard *guard
 }
 
 // Open opens the store at dsn, creating the database and its schema if
@@ -204,6 +216,10 @@ func (s *Store) Close() error {
 // proves one small write succeeds now; it does not replace checking the
 // result of SaveBatch.
 //
+// It fails when the database file is no longer the one opened (deleted,
+// replaced, no longer a database: see guard), which it looks at at most
+// once a second.
+//
 // It gives up when ctx is done, also while another process holds the write
 // lock: SQLite's busy wait does not heed a cancelled context, so the busy
 // timeout of the (only) connection is lowered to what ctx leaves for this
@@ -211,6 +227,9 @@ func (s *Store) Close() error {
 // busy timeout, past its own deadline, while the writer of poll results
 // waits behind it.
 func (s *Store) Writable(ctx context.Context) error {
+	if err := s.guard.check(); err != nil {
+		return fmt.Errorf("store: writable: %w", err)
+	}
 	ts := now()
 	row := metaRow{Key: metaHeartbeat, Value: ts.Format(time.RFC3339Nano), UpdatedAt: ts}
 	err := s.db.WithContext(ctx).Connection(func(tx *gorm.DB) error {
@@ -232,8 +251,9 @@ func (s *Store) Writable(ctx context.Context) error {
 	return nil
 }
 
-// EnqueueCommand stores a command for the running daemon. It sets c.ID and
-// c.CreatedAt (now, UTC); the other fields are stored as given.
+// EnqueueCommand stores a command for the running daemon. It sets c.ID,
+// c.CreatedAt (now, UTC) and c.Status (CommandPending); the other fields
+// are stored as given.
 func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	if c == nil {
 		return errors.New("store: enqueue command: nil command")
@@ -241,6 +261,7 @@ func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	row := *c
 	row.normalize()
 	row.CreatedAt = now()
+	row.Status = CommandPending
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("store: enqueue command: %w", err)
 	}
@@ -248,12 +269,13 @@ func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 	return nil
 }
 
-// PendingCommands returns the commands not yet done, oldest first, at most
-// MaxPendingCommands of them.
+// PendingCommands returns the commands neither claimed nor done, oldest
+// first, at most MaxPendingCommands of them. The daemon applies one only
+// after ClaimCommand succeeds on it.
 func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	out := make([]Command, 0)
 	err := s.db.WithContext(ctx).
-		Where("done_at IS NULL").
+		Where("done_at IS NULL AND status = ?", CommandPending).
 		Order("id").
 		Limit(MaxPendingCommands).
 		Find(&out).Error
@@ -266,15 +288,44 @@ func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	return out, nil
 }
 
+// ClaimCommand moves a pending command to CommandApplying, in one
+// conditional update, and reports whether it did: false means the CLI
+// withdrew it (ExpireCommand) or another claim won, and the command must
+// not be applied. With ExpireCommand's update it makes "applied" and
+// "reported as not applied" exclusive.
+func (s *Store) ClaimCommand(ctx context.Context, id uint64) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&Command{}).
+		Where("id = ? AND done_at IS NULL AND status = ?", id, CommandPending).
+		Update("status", CommandApplying)
+	if res.Error != nil {
+		return false, fmt.Errorf("store: claim command %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ExpireCommand withdraws a command that no daemon has claimed: it is done,
+// with status CommandExpired and result reason, and no daemon applies it
+// afterwards. It reports whether it did; false means a daemon claimed it
+// (or it is done): its result is then the daemon's, to be waited for.
+func (s *Store) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&Command{}).
+		Where("id = ? AND done_at IS NULL AND status = ?", id, CommandPending).
+		Updates(map[string]any{"status": CommandExpired, "done_at": now(), "result": reason})
+	if res.Error != nil {
+		return false, fmt.Errorf("store: expire command %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // CompleteCommand marks a command done with its result ("" = success) and
 // code ("not_found", "conflict" or ""). Completing a command that is already
-// done keeps the first result and is not an error; an unknown id is
-// ErrNotFound.
+// done (or expired) keeps the first result and is not an error; an unknown
+// id is ErrNotFound.
 func (s *Store) CompleteCommand(ctx context.Context, id uint64, result, code string) error {
 	db := s.db.WithContext(ctx)
 	res := db.Model(&Command{}).
 		Where("id = ? AND done_at IS NULL", id).
-		Updates(map[string]any{"done_at": now(), "result": result, "code": code})
+		Updates(map[string]any{"done_at": now(), "result": result, "code": code, "status": CommandDone})
 	if res.Error != nil {
 		return fmt.Errorf("store: complete command %d: %w", id, res.Error)
 	}

@@ -63,6 +63,7 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("HistoryReplacedSeqs", func(t *testing.T) { testHistoryReplacedSeqs(t, open(t), b.checkStored) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
+	t.Run("CommandClaimOrExpire", func(t *testing.T) { testClaimOrExpire(t, b.newDSN(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("Writable", func(t *testing.T) { testWritable(t, open(t)) })
 	t.Run("ReopenKeepsData", func(t *testing.T) { testReopenKeepsData(t, b.newDSN(t)) })
@@ -101,6 +102,7 @@ func fullState(name string) store.SourceState {
 		LastRunAt:            ptr(b),
 		LastSuccessAt:        ptr(b.Add(-time.Hour)),
 		LastError:            "GET https://example.com/status: 502 Bad Gateway",
+		LastErrorAt:          ptr(b.Add(-time.Minute)),
 		LastOutcome:          store.OutcomeFailure,
 		BreakerState:         "open",
 		BreakerUntil:         ptr(b.Add(30 * time.Second)),
@@ -121,6 +123,7 @@ func wantState(st store.SourceState, got store.SourceState) store.SourceState {
 	st.LastRunAt = storedPtr(st.LastRunAt)
 	st.LastSuccessAt = storedPtr(st.LastSuccessAt)
 	st.BreakerUntil = storedPtr(st.BreakerUntil)
+	st.LastErrorAt = storedPtr(st.LastErrorAt)
 	st.UpdatedAt = got.UpdatedAt
 	return st
 }
@@ -136,7 +139,7 @@ func checkState(t *testing.T, got, in store.SourceState, before, after time.Time
 	t.Helper()
 	for what, tm := range map[string]*time.Time{
 		"NextRunAt": got.NextRunAt, "LastRunAt": got.LastRunAt, "LastSuccessAt": got.LastSuccessAt,
-		"BreakerUntil": got.BreakerUntil, "UpdatedAt": &got.UpdatedAt,
+		"BreakerUntil": got.BreakerUntil, "UpdatedAt": &got.UpdatedAt, "LastErrorAt": got.LastErrorAt,
 	} {
 		checkUTC(t, what, tm)
 	}
@@ -524,6 +527,11 @@ func testCommands(t *testing.T, s *store.Store) {
 		}
 	}
 
+	for _, c := range cmds {
+		if c.Status != store.CommandPending {
+			t.Errorf("enqueued command %d: status %q, want pending", c.ID, c.Status)
+		}
+	}
 	pending, err = s.PendingCommands(ctx)
 	if err != nil || len(pending) != 3 {
 		t.Fatalf("PendingCommands = %v, %v; want 3", pending, err)
@@ -549,7 +557,8 @@ func testCommands(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DoneAt == nil || got.Result != "source b is paused" || got.Code != "conflict" || got.Source != "b" || got.Action != "trigger" {
+	if got.DoneAt == nil || got.Result != "source b is paused" || got.Code != "conflict" || got.Source != "b" || got.Action != "trigger" ||
+		got.Status != store.CommandDone {
 		t.Errorf("completed command = %+v", got)
 	}
 	checkUTC(t, "DoneAt", got.DoneAt)
@@ -747,5 +756,104 @@ func testHistoryGivenSeq(t *testing.T, s *store.Store) {
 	save(t, s, nil, []store.PollRecord{record("g", base(), store.OutcomeFailure)}, 0)
 	if got := seqs(); got[0] != 21 {
 		t.Errorf("a record without a number got %d, want 21", got[0])
+	}
+}
+
+// testClaimOrExpire: the daemon's claim and the CLI's expiry of a command,
+// through two handles on one database, are exclusive: whichever comes
+// first wins, the other reports that it lost, and a command that was
+// withdrawn is never handed out again. Then both race on many commands:
+// each has exactly one winner.
+func testClaimOrExpire(t *testing.T, dsn string) {
+	ctx := t.Context()
+	cliSide, daemon := openAt(t, dsn, store.Options{}), openAt(t, dsn, store.Options{})
+	status := func(id uint64) store.Command {
+		t.Helper()
+		c, err := cliSide.GetCommand(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	claimed := &store.Command{Source: "a", Action: "pause"}
+	expired := &store.Command{Source: "b", Action: "trigger"}
+	for _, c := range []*store.Command{claimed, expired} {
+		if err := cliSide.EnqueueCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := daemon.ClaimCommand(ctx, claimed.ID); err != nil || !ok {
+		t.Fatalf("ClaimCommand(pending) = %v, %v; want true", ok, err)
+	}
+	if ok, err := cliSide.ExpireCommand(ctx, claimed.ID, "expired"); err != nil || ok {
+		t.Errorf("ExpireCommand(claimed) = %v, %v; want false (the daemon has it)", ok, err)
+	}
+	if ok, err := daemon.ClaimCommand(ctx, claimed.ID); err != nil || ok {
+		t.Errorf("second ClaimCommand = %v, %v; want false", ok, err)
+	}
+	if c := status(claimed.ID); c.Status != store.CommandApplying || c.DoneAt != nil {
+		t.Errorf("claimed command = %+v; want applying, not done", c)
+	}
+	if err := daemon.CompleteCommand(ctx, claimed.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := status(claimed.ID); c.Status != store.CommandDone || c.DoneAt == nil || c.Result != "" {
+		t.Errorf("completed command = %+v; want done, no error", c)
+	}
+
+	if ok, err := cliSide.ExpireCommand(ctx, expired.ID, "expired: no answer"); err != nil || !ok {
+		t.Fatalf("ExpireCommand(pending) = %v, %v; want true", ok, err)
+	}
+	if ok, err := daemon.ClaimCommand(ctx, expired.ID); err != nil || ok {
+		t.Errorf("ClaimCommand(expired) = %v, %v; want false", ok, err)
+	}
+	if p, err := daemon.PendingCommands(ctx); err != nil || len(p) != 0 {
+		t.Errorf("PendingCommands = %+v, %v; want none (one done, one expired)", p, err)
+	}
+	if err := daemon.CompleteCommand(ctx, expired.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := status(expired.ID); c.Status != store.CommandExpired || c.Result != "expired: no answer" || c.DoneAt == nil {
+		t.Errorf("expired command after a late completion = %+v; want it still expired", c)
+	}
+
+	const n = 40
+	ids := make([]uint64, n)
+	for i := range ids {
+		c := &store.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
+		if err := cliSide.EnqueueCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = c.ID
+	}
+	claims, expiries := make([]bool, n), make([]bool, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	wg.Go(func() {
+		for i := range ids {
+			ok, err := daemon.ClaimCommand(ctx, ids[i])
+			claims[i] = ok
+			errs <- err
+		}
+	})
+	wg.Go(func() {
+		for i := n - 1; i >= 0; i-- {
+			ok, err := cliSide.ExpireCommand(ctx, ids[i], "expired")
+			expiries[i] = ok
+			errs <- err
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range ids {
+		want := map[bool]string{true: store.CommandApplying, false: store.CommandExpired}[claims[i]]
+		if claims[i] == expiries[i] || status(ids[i]).Status != want {
+			t.Errorf("command %d: claimed %v, expired %v, status %q; want exactly one winner", ids[i], claims[i], expiries[i], status(ids[i]).Status)
+		}
 	}
 }

@@ -23,10 +23,13 @@ type SourceState struct {
 	ConsecutiveFailures  int
 	ConsecutiveThrottles int
 	// NextRunAt is when the source may next be polled; nil in error and paused.
-	NextRunAt      *time.Time
-	LastRunAt      *time.Time
-	LastSuccessAt  *time.Time
-	LastError      string
+	NextRunAt     *time.Time
+	LastRunAt     *time.Time
+	LastSuccessAt *time.Time
+	LastError     string
+	// LastErrorAt is when LastError happened (the end of that poll); nil
+	// when there is none, or for a state saved before the column existed.
+	LastErrorAt    *time.Time
 	LastOutcome    string
 	BreakerState   string // the breaker package's state names ("closed", "open", "half-open"); "" = closed
 	BreakerUntil   *time.Time
@@ -77,4 +80,17 @@ type Command struct {
 	Result string
 	// Code classifies a failed result: "not_found", "conflict" or "".
 	Code string `gorm:"size:16"`
+	// Status is where the command is: CommandPending until the daemon
+	// claims it (CommandApplying) or the CLI withdraws it
+	// (CommandExpired); CommandDone once it has a result. The conditional
+	// updates between these make "applied" and "expired" exclusive.
+	Status string `gorm:"size:16;not null;default:('pending')"`
 }
+
+// Statuses of a Command.
+const (
+	CommandPending  = "pending"
+	CommandApplying = "applying"
+	CommandDone     = "done"
+	CommandExpired  = "expired"
+)

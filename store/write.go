@@ -25,7 +25,7 @@ import (
 // columns are the models' (models.go; checkColumns compares).
 
 // rowSizes is how many statements are prepared per table: for 1<<0 up to
-// 1<<(rowSizes-1) rows. 64 rows of the widest table bind 1,152 variables,
+// 1<<(rowSizes-1) rows. 64 rows of the widest table bind 1,344 variables,
 // far below the limits of SQLite (32,766) and PostgreSQL (65,535).
 const rowSizes = 7
 
@@ -33,7 +33,7 @@ const rowSizes = 7
 // them; stateArgs binds skey first, then these.
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
-	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at"
+	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at, last_error_at"
 
 // tailColumns and blockColumns list the columns of a tail and of a block in
 // the order SaveBatch binds and copies them.
@@ -177,7 +177,8 @@ func stateArgs(row *stateRow, dst []any) []any {
 	return append(dst, row.key, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
-		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt))
+		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt),
+		microsPtr(st.LastErrorAt))
 }
 
 // checkColumns compares the column lists of the hand-written SQL with the
@@ -211,10 +212,16 @@ func checkColumns(db *gorm.DB) error {
 // record with the Seq of a stored one replaces it for readers. Times are
 // stored in UTC at microsecond precision, and UpdatedAt is set to the
 // commit time. When a name occurs more than once in states, the last
-// occurrence wins.
+// occurrence wins. It fails, committing nothing, while the database file is
+// no longer the one opened (see guard).
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
 	if len(states) == 0 && len(records) == 0 {
 		return nil
+	}
+	if err := s.guard.check(); err != nil {
+		// What would be committed would be lost with the deleted file: it
+		// stays with the caller, to be committed once the file is back.
+		return fmt.Errorf("store: save batch: %w", err)
 	}
 	sts, err := prepareStates(states, now())
 	if err != nil {

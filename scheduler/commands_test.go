@@ -1,0 +1,114 @@
+package scheduler
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// pendingHook is the real store with a hook that runs right after
+// PendingCommands answered: another process acting between the daemon's
+// read of its queue and its applying of the commands.
+type pendingHook struct {
+	*store.Store
+	after func([]store.Command)
+}
+
+func (p *pendingHook) PendingCommands(ctx context.Context) ([]store.Command, error) {
+	cmds, err := p.Store.PendingCommands(ctx)
+	if err == nil && len(cmds) > 0 {
+		p.after(cmds)
+	}
+	return cmds, err
+}
+
+// TestExpiredCommandNeverApplied (hardening item 4): the CLI withdraws a
+// command (its wait ran out; it reports "not applied") after the daemon
+// read it as pending but before it applied it. The daemon applies only
+// what it claimed, so the withdrawn pause is never applied, while one the
+// CLI did not withdraw is applied and reported done. Before, the daemon
+// applied every command it had read.
+func TestExpiredCommandNeverApplied(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `sources:
+  - {name: withdrawn, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+  - {name: kept, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+`)
+	path := filepath.Join(dir, "pacer.db")
+	daemonStore, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer daemonStore.Close()
+	cli, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	withdrawn := &store.Command{Source: "withdrawn", Action: ActionPause}
+	kept := &store.Command{Source: "kept", Action: ActionPause}
+	for _, c := range []*store.Command{withdrawn, kept} {
+		if err := cli.EnqueueCommand(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired := make(chan bool, 1)
+	hook := &pendingHook{Store: daemonStore, after: func([]store.Command) {
+		select {
+		case <-expired:
+			return // once
+		default:
+		}
+		ok, err := cli.ExpireCommand(context.Background(), withdrawn.ID, "expired: test")
+		if err != nil {
+			t.Error(err)
+		}
+		expired <- ok
+	}}
+	s, err := New(cfg, Options{Store: hook, Registry: prometheus.NewRegistry(), CommandInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Shutdown(5 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	status := func(c *store.Command) store.Command {
+		got, err := cli.GetCommand(t.Context(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	waitUntil(t, "the kept command done", 10*time.Second, func() bool { return status(kept).Status == store.CommandDone })
+	if !<-expired {
+		t.Fatal("the CLI could not withdraw the command it had queued")
+	}
+	if got := status(kept); got.Result != "" {
+		t.Errorf("kept command = %+v; want done without error", got)
+	}
+	if o, _ := s.Source("kept"); o.State != StatePaused {
+		t.Errorf("kept: %s, want paused", o.State)
+	}
+	// A later command done: the loop made passes after the withdrawal.
+	marker := &store.Command{Source: "kept", Action: ActionReset}
+	if err := cli.EnqueueCommand(t.Context(), marker); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a later command done", 10*time.Second, func() bool { return status(marker).Status == store.CommandDone })
+	if o, _ := s.Source("withdrawn"); o.State == StatePaused {
+		t.Errorf("the withdrawn pause was applied: %+v", o)
+	}
+	if got := status(withdrawn); got.Status != store.CommandExpired || got.Result != "expired: test" {
+		t.Errorf("withdrawn command = %+v; want it expired with the CLI's reason", got)
+	}
+}
