@@ -5,6 +5,9 @@
 #
 # What the tests need beyond Go and gcc (cgo for SQLite):
 #   systemd-analyze  (package systemd)   verifies deploy/pacer.service
+#   PostgreSQL 15    (package postgresql-15)  the PostgreSQL store tests: a
+#                    throwaway server (scripts/postgres.sh) whose URL is
+#                    exported as PACER_TEST_POSTGRES, stopped at exit
 # A test that needs one of these fails, never skips, when it is missing, and
 # its message names the package.
 set -euo pipefail
@@ -22,6 +25,11 @@ need() { # command package
 }
 
 need systemd-analyze systemd
+
+# shellcheck source=scripts/postgres.sh
+. scripts/postgres.sh
+trap pg_stop EXIT
+pg_start || echo "scripts/test.sh: no PostgreSQL for the tests: the PostgreSQL store tests will fail" >&2
 
 if [ $# -eq 0 ]; then set -- ./...; fi
 go test -race "$@"

@@ -19,6 +19,8 @@ import (
 type LockedError struct {
 	Store string
 	PID   int
+	// Host is the holder's host name (PostgreSQL stores; "" for SQLite).
+	Host string
 }
 
 // Error names the store and the holder's pid, for the operator.
@@ -26,6 +28,9 @@ func (e *LockedError) Error() string {
 	pid := "pid unknown"
 	if e.PID > 0 {
 		pid = "pid " + strconv.Itoa(e.PID)
+	}
+	if e.Host != "" {
+		pid += " on host " + e.Host
 	}
 	return fmt.Sprintf("store %s is in use by a running pacer (%s)", e.Store, pid)
 }
@@ -36,6 +41,7 @@ type Lock struct {
 	mu   sync.Mutex
 	f    *os.File // nil once released, and for stores that need no lock
 	path string
+	pg   *pgLock // a PostgreSQL store's advisory lock (postgres_lock.go)
 }
 
 // LockPath is the file that AcquireLock locks for the store at dsn. It sits
@@ -45,11 +51,11 @@ func LockPath(dsn string) string { return dsn + ".lock" }
 // AcquireLock takes the daemon lock of the store at dsn: an exclusive flock
 // on LockPath(dsn), into which it then writes our pid. When a live process
 // holds it, the error is a *LockedError with that process's pid. A
-// PostgreSQL store needs no lock (several daemons may share it): the
-// returned Lock is then a no-op.
+// PostgreSQL store is locked with an advisory lock instead (until the
+// cluster of contract section 8 lets several daemons share it).
 func AcquireLock(dsn string) (*Lock, error) {
 	if backend.IsPostgres(dsn) {
-		return &Lock{}, nil
+		return acquirePostgresLock(dsn)
 	}
 	path := LockPath(dsn)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -139,6 +145,11 @@ func readPID(path string) int {
 func (l *Lock) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.pg != nil {
+		pg := l.pg
+		l.pg = nil
+		return pg.release()
+	}
 	if l.f == nil {
 		return nil
 	}
@@ -153,10 +164,10 @@ func (l *Lock) Release() error {
 // Holder reports whether a live process holds the daemon lock of the store
 // at dsn, and its pid (0 if not yet written). It takes no lock that
 // outlasts the call and does not create the lock file. The CLI uses it to
-// know whether a daemon runs. A PostgreSQL store is never held.
+// know whether a daemon runs. On a PostgreSQL store it asks the server.
 func Holder(dsn string) (pid int, held bool, err error) {
 	if backend.IsPostgres(dsn) {
-		return 0, false, nil
+		return postgresHolder(dsn)
 	}
 	path := LockPath(dsn)
 	f, err := os.Open(path)

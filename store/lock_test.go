@@ -91,21 +91,3 @@ func TestLockKilledHolderDoesNotBlock(t *testing.T) {
 	mustAcquire(t, dsn)
 	checkLocked(t, dsn, os.Getpid())
 }
-
-func TestLockPostgresIsNoop(t *testing.T) {
-	const dsn = "postgres://pacer:secret@db.example/pacer"
-	l, err := store.AcquireLock(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if pid, held, err := store.Holder(dsn); err != nil || held || pid != 0 {
-		t.Errorf("Holder(postgres) = %d, %v, %v", pid, held, err)
-	}
-	_, err = store.Open(dsn, store.Options{})
-	if err == nil || !strings.Contains(err.Error(), "postgres store not supported yet") || strings.Contains(err.Error(), "secret") {
-		t.Errorf("Open(postgres) = %v; want 'postgres store not supported yet' without the password", err)
-	}
-}
