@@ -82,3 +82,38 @@ func TestPostgresLockKilledHolderDoesNotBlock(t *testing.T) {
 	mustAcquire(t, dsn)
 	checkPgLocked(t, dsn, os.Getpid())
 }
+
+// TestPostgresLockRetakenAfterLostConnection: the lock's session ends (a
+// restart of the server, a cut connection; here pg_terminate_backend): the
+// holder connects again and takes the lock back while it is free.
+func TestPostgresLockRetakenAfterLostConnection(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	mustAcquire(t, dsn)
+	s := openAt(t, dsn, store.Options{})
+	var n int
+	// The session that holds this store's lock (s's search_path is the
+	// store's schema), and no other test's.
+	q := "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885430642::oid " +
+		"AND objid = hashtext(current_schema())::oid AND objsubid = 2 " +
+		"AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+	if err := store.GormDB(s).Raw(q).Row().Scan(&n); err != nil || n < 1 {
+		t.Fatalf("terminate the lock's session: %d, %v", n, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	sawFree := false
+	for {
+		pid, held, err := store.Holder(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sawFree = sawFree || !held
+		if held && pid == os.Getpid() && sawFree {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock not taken back within 20 s of its session's end (held %v by %d, seen free %v)", held, pid, sawFree)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkPgLocked(t, dsn, os.Getpid())
+}
