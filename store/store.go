@@ -184,7 +184,11 @@ func (s *Store) migrate() error {
 		}
 	}
 	missing := false
-	for _, t := range models() {
+	tables := models()
+	if s.dialect == dialectPostgres {
+		tables = append(tables, clusterModels()...)
+	}
+	for _, t := range tables {
 		missing = missing || !m.HasTable(t.value)
 	}
 	if !missing {
@@ -200,6 +204,11 @@ func (s *Store) migrate() error {
 		}
 		if err := createTables(tx, s.clustered); err != nil {
 			return err
+		}
+		if s.dialect == dialectPostgres {
+			if err := createClusterTables(tx); err != nil {
+				return err
+			}
 		}
 		row := metaRow{Key: metaSchemaVersion, Value: schemaVersion, UpdatedAt: now()}
 		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error

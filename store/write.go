@@ -234,7 +234,7 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 			return fmt.Errorf("store: save batch: record #%d has no source", i)
 		}
 	}
-	if err := s.commitBatch(ctx, sts, records, keep); err != nil {
+	if err := s.commitBatchChecked(ctx, sts, records, keep, nil); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
 	return nil
@@ -251,7 +251,14 @@ type tailRow struct {
 	seal     bool   // a Seq of the batch is a multiple of the block size
 }
 
-func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollRecord, keep int) (err error) {
+// batchCheck, run first in a batch's transaction, returns the rows of the
+// batch that may be written (SaveBatchFenced: those of the shards whose
+// claim still holds).
+type batchCheck func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error)
+
+// commitBatchChecked writes sts and records in one transaction, after
+// check (nil: every row is written).
+func (s *Store) commitBatchChecked(ctx context.Context, sts []stateRow, records []PollRecord, keep int, check batchCheck) (err error) {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -263,6 +270,11 @@ func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollR
 			}
 		}
 	}()
+	if check != nil {
+		if sts, records, err = check(ctx, tx, sts, records); err != nil {
+			return err
+		}
+	}
 	if err := execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
 		return stateArgs(&sts[i], dst)
 	}); err != nil {
