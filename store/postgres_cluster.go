@@ -333,3 +333,52 @@ func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]b
 	}
 	return valid, nil
 }
+
+// ShardOwners returns the owner of every shard whose lease holds now (the
+// source object's owner field: the owner of the source's shard; a shard
+// missing from the map has none).
+func (s *Store) ShardOwners(ctx context.Context) (map[int]string, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	var rows []shardModel
+	if err := s.db.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: shard owners: %w", err)
+	}
+	out := make(map[int]string, len(rows))
+	for _, r := range rows {
+		out[int(r.Shard)] = *r.Owner
+	}
+	return out, nil
+}
+
+// LoadStatesOf returns the stored states of the sources named (those that
+// have one), in the order of the table: what a member reads of the shards
+// it has just claimed, as their previous owner left them.
+func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]SourceState, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	out := make([]SourceState, 0, len(names))
+	keys := make([]int64, len(names))
+	for i, n := range names {
+		keys[i] = skey(n)
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+
+		" WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
+	if err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		st, err := scanState(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: load states: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	return out, nil
+}

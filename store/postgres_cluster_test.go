@@ -182,3 +182,31 @@ func TestSQLiteHasNoCluster(t *testing.T) {
 		t.Errorf("Heartbeat on SQLite = %v, want ErrNoCluster", err)
 	}
 }
+
+func TestPostgresShardOwnersAndStatesOf(t *testing.T) {
+	s := openAt(t, newPostgresDSN(t), store.Options{})
+	claim(t, s, "a", 10*time.Second, []int{1, 2}, nil)
+	claim(t, s, "b", 10*time.Second, []int{2, 3}, nil)
+	if got, err := s.ShardOwners(t.Context()); err != nil || !reflect.DeepEqual(got, map[int]string{1: "a", 2: "a", 3: "b"}) {
+		t.Errorf("ShardOwners = %v, %v", got, err)
+	}
+	save(t, s, []store.SourceState{fullState("x"), fullState("y"), fullState("z")}, nil, 10)
+	got, err := s.LoadStatesOf(t.Context(), []string{"z", "x", "never-saved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range got {
+		names = append(names, st.Name)
+		if st.PollsTotal != fullState("x").PollsTotal {
+			t.Errorf("%s: %s", st.Name, fmtState(st))
+		}
+	}
+	want := []string{"x", "z"}
+	if store.NameHash("z") < store.NameHash("x") {
+		want = []string{"z", "x"}
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("LoadStatesOf = %v, want %v (table order)", names, want)
+	}
+}
