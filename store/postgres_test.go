@@ -75,6 +75,7 @@ func newPostgresDSN(t testing.TB) string {
 }
 
 func TestPostgres(t *testing.T) {
+	pgServer(t) // one failure, not one per test of the suite, without a server
 	runStoreSuite(t, backend{
 		newDSN:        func(t *testing.T) string { return newPostgresDSN(t) },
 		shown:         store.ShownDSN,
