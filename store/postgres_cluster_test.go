@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -208,5 +210,59 @@ func TestPostgresShardOwnersAndStatesOf(t *testing.T) {
 	}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("LoadStatesOf = %v, want %v (table order)", names, want)
+	}
+}
+
+// TestPostgresFencedCommitHoldsOffTakeOver: a fenced commit that checked its
+// claim keeps the shard's row locked to its end, so that a member claiming
+// the shard (its lease ran out meanwhile) gets it only after that commit,
+// never in the middle of it. The commit is slowed by a trigger that sleeps.
+func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	sa, sb := openAt(t, dsn, store.Options{}), openAt(t, dsn, store.Options{})
+	const lease = 2 * time.Second
+	sh := store.ShardOf("x", "")
+	a := claim(t, sa, "a", lease, []int{sh}, nil)
+	for _, q := range []string{
+		"CREATE FUNCTION slow_records() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(" +
+			fmt.Sprint((lease + time.Second).Seconds()) + "); RETURN NEW; END $$",
+		"CREATE TRIGGER slow_records BEFORE INSERT ON history_tail FOR EACH ROW WHEN (NEW.source = 'x') EXECUTE FUNCTION slow_records()",
+	} {
+		if err := store.GormDB(sa).Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		rejected []string
+		err      error
+		at       time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		rej, err := sa.SaveBatchFenced(context.Background(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 1}},
+			[]store.PollRecord{record("x", base(), store.OutcomeSuccess)}, 10)
+		done <- result{rej, err, time.Now()}
+	}()
+	// b tries to take the shard until it gets it: not before a's commit.
+	var claimedAt time.Time
+	deadline := time.Now().Add(4 * lease)
+	for claimedAt.IsZero() {
+		if got := claim(t, sb, "b", lease, []int{sh}, nil); len(got) == 1 {
+			claimedAt = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b could not take shard %d within %v", sh, 4*lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := <-done
+	if r.err != nil || len(r.rejected) != 0 {
+		t.Fatalf("a's fenced commit: rejected %v, %v", r.rejected, r.err)
+	}
+	if claimedAt.Before(r.at) {
+		t.Errorf("b claimed the shard at %v, during a's commit (done at %v)", claimedAt.Format(time.StampMicro), r.at.Format(time.StampMicro))
+	}
+	if rej, err := sa.SaveBatchFenced(t.Context(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 1 {
+		t.Errorf("a's commit after the take-over: rejected %v, %v; want [x]", rej, err)
 	}
 }
