@@ -13,7 +13,8 @@
 #   scripts/postgres.sh start   prints the export line and the directory
 #   scripts/postgres.sh stop DIR
 #
-# PG_BINDIR overrides where the server binaries are looked for.
+# PG_BINDIR overrides where the server binaries are looked for, PG_TEST_TMP
+# where the temporary directory is made (default /tmp).
 
 pg_bindir() {
   if [ -n "${PG_BINDIR:-}" ]; then echo "$PG_BINDIR"; return; fi
@@ -47,7 +48,9 @@ as_postgres() {
 pg_start() {
   pg_install || return 1
   local bin; bin=$(pg_bindir)
-  PG_TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pacer-pg.XXXXXX") || return 1
+  # Not under $TMPDIR: the postgres user must reach the directory, and the
+  # socket's path must stay under the 107 bytes of a unix socket address.
+  PG_TEST_DIR=$(mktemp -d "${PG_TEST_TMP:-/tmp}/pacer-pg.XXXXXX") || return 1
   chmod 755 "$PG_TEST_DIR"
   if [ "$(id -un)" != postgres ]; then chown postgres: "$PG_TEST_DIR"; fi
   as_postgres "$bin/initdb" -D "$PG_TEST_DIR/data" -U postgres -A trust -E UTF8 --no-sync >"$PG_TEST_DIR/initdb.log" 2>&1 || {
