@@ -156,15 +156,11 @@ func (f *flags) loadForStore(env Env) (*config.Config, error) {
 	return f.loadWith(env, config.Options{ForStore: true})
 }
 
-// loadWith loads the config named by -config with opts and reports what
-// this build cannot run (unsupported) as problems.
+// loadWith loads the config named by -config with opts.
 func (f *flags) loadWith(env Env, opts config.Options) (*config.Config, error) {
 	cfg, err := config.LoadWith(*f.config, env.LookupEnv, opts)
 	if err != nil {
 		return nil, err
-	}
-	if ps := unsupported(cfg); ps != nil {
-		return nil, ps
 	}
 	f.cfg = cfg
 	return cfg, nil

@@ -6,6 +6,9 @@
 # What the tests need beyond Go and gcc (cgo for SQLite):
 #   systemd-analyze  (package systemd)   verifies deploy/pacer.service
 #   chromium         (package chromium)  the status page's browser test (e2e/dashboard_test.go)
+#   PostgreSQL 15    (package postgresql-15)  the PostgreSQL store tests: a
+#                    throwaway server (scripts/postgres.sh) whose URL is
+#                    exported as PACER_TEST_POSTGRES, stopped at exit
 # A test that needs one of these fails, never skips, when it is missing, and
 # its message names the package.
 set -euo pipefail
@@ -24,6 +27,11 @@ need() { # command package
 
 need systemd-analyze systemd
 need chromium chromium
+
+# shellcheck source=scripts/postgres.sh
+. scripts/postgres.sh
+trap pg_stop EXIT
+pg_start || echo "scripts/test.sh: no PostgreSQL for the tests: the PostgreSQL store tests will fail" >&2
 
 if [ $# -eq 0 ]; then set -- ./...; fi
 go test -race "$@"

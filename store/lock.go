@@ -24,6 +24,8 @@ type LockedError struct {
 	// symbolic link, a relative path).
 	Resolved string
 	PID      int
+	// Host is the holder's host name (PostgreSQL stores; "" for SQLite).
+	Host string
 }
 
 // Error names the store and the holder's pid, for the operator.
@@ -31,6 +33,9 @@ func (e *LockedError) Error() string {
 	pid := "pid unknown"
 	if e.PID > 0 {
 		pid = "pid " + strconv.Itoa(e.PID)
+	}
+	if e.Host != "" {
+		pid += " on host " + e.Host
 	}
 	name := e.Store
 	if e.Resolved != "" {
@@ -61,6 +66,7 @@ type Lock struct {
 	// database that existed (Open refuses to create a new one in its
 	// place unless told to).
 	prev lockRecord
+	pg   *pgLock // a PostgreSQL store's advisory lock (postgres_lock.go)
 }
 
 // LockPath is the file that AcquireLock locks for the store at dsn: next to
@@ -100,11 +106,12 @@ func resolvePath(dsn string) string {
 // on LockPath(dsn), into which it then writes our pid, and one on the
 // database file if it exists (Open takes that one once it has created the
 // file). When a live process holds either, the error is a *LockedError
-// with that process's pid. A PostgreSQL store needs no lock (several
-// daemons may share it): the returned Lock is then a no-op.
+// with that process's pid. A PostgreSQL store is locked with an advisory
+// lock instead (until the cluster of contract section 8 lets several
+// daemons share it).
 func AcquireLock(dsn string) (*Lock, error) {
 	if backend.IsPostgres(dsn) {
-		return &Lock{}, nil
+		return acquirePostgresLock(dsn)
 	}
 	file := resolvePath(dsn)
 	l := &Lock{path: file + ".lock", dsn: dsn, file: file}
@@ -308,6 +315,11 @@ func readLockFileOnce(path string) lockRecord {
 func (l *Lock) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.pg != nil {
+		pg := l.pg
+		l.pg = nil
+		return pg.release()
+	}
 	if l.f == nil {
 		return nil
 	}
@@ -336,10 +348,10 @@ func (l *Lock) releaseFiles() error {
 // call and creates no file. The CLI uses it to know whether a daemon runs,
 // before it opens the store: it opens and closes the database file, which
 // would drop the POSIX locks of a SQLite connection of this process on it.
-// A PostgreSQL store is never held.
+// On a PostgreSQL store it asks the server.
 func Holder(dsn string) (pid int, held bool, err error) {
 	if backend.IsPostgres(dsn) {
-		return 0, false, nil
+		return postgresHolder(dsn)
 	}
 	file := resolvePath(dsn)
 	path := file + ".lock"

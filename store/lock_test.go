@@ -93,24 +93,6 @@ func TestLockKilledHolderDoesNotBlock(t *testing.T) {
 	checkLocked(t, dsn, os.Getpid())
 }
 
-func TestLockPostgresIsNoop(t *testing.T) {
-	const dsn = "postgres://pacer:secret@db.example/pacer"
-	l, err := store.AcquireLock(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if pid, held, err := store.Holder(dsn); err != nil || held || pid != 0 {
-		t.Errorf("Holder(postgres) = %d, %v, %v", pid, held, err)
-	}
-	_, err = store.Open(dsn, store.Options{})
-	if err == nil || !strings.Contains(err.Error(), "postgres store not supported yet") || strings.Contains(err.Error(), "secret") {
-		t.Errorf("Open(postgres) = %v; want 'postgres store not supported yet' without the password", err)
-	}
-}
-
 // TestLockSymlinkAlias (hardening item 3): a second name for the store's
 // file, through a symbolic link to the file or to its directory, or a
 // relative path, shares the lock: rule 3.13 holds whatever name a config

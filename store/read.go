@@ -74,7 +74,13 @@ func scanState(r *sql.Rows) (SourceState, error) {
 // Raw SQL, scanned into SourceState directly: the start-up read of 100,000
 // states (BenchmarkLoadStates, and bench's BenchmarkStartup).
 func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates)
+	q := "SELECT " + stateColumns + " FROM " + tableStates
+	if s.dialect == dialectPostgres {
+		// SQLite reads a WITHOUT ROWID table in key order; PostgreSQL's
+		// heap has no order: its primary key index gives it.
+		q += " ORDER BY skey, name"
+	}
+	rows, err := s.sql.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}

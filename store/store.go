@@ -94,18 +94,28 @@ type Store struct {
 	// guard watches that the database file is still the one opened
 	// (SQLite; nil otherwise).
 	guard *guard
+	// dialect selects the SQL variants of the backend.
+	dialect dialect
 }
 
+// dialect is the backend a Store talks to; the zero value is SQLite.
+type dialect int
+
+const (
+	dialectSQLite dialect = iota
+	dialectPostgres
+)
+
 // Open opens the store at dsn, creating the database and its schema if
-// needed. dsn is a SQLite file path; postgres:// URLs are recognised but not
-// supported yet. Open does not take the daemon lock: see AcquireLock.
+// needed. dsn is a SQLite file path, or a postgres:// (postgresql://) URL.
+// Open does not take the daemon lock: see AcquireLock.
 func Open(dsn string, opts Options) (*Store, error) {
 	switch {
 	case dsn == "":
 		return nil, errors.New("store: open: empty store path")
 	case backend.IsPostgres(dsn):
-		// The DSN may hold a password: it is not echoed.
-		return nil, errors.New("store: open: postgres store not supported yet")
+		// The DSN may hold a password: errors show it as ***.
+		return openPostgres(dsn, opts)
 	}
 	return openSQLite(dsn, opts, false)
 }
@@ -156,7 +166,7 @@ func (s *Store) setup() error {
 	if err := checkColumns(s.db); err != nil {
 		return err
 	}
-	w, err := prepareWriter(s.sql, s.bind)
+	w, err := prepareWriter(s.sql, s.bind, s.dialect)
 	if err != nil {
 		return fmt.Errorf("prepare statements: %w", err)
 	}
@@ -177,21 +187,40 @@ func (s *Store) migrate() error {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 		if len(rows) == 1 && rows[0].Value != schemaVersion {
+			aside := "move the file aside, or set store: to another path"
+			if s.dialect == dialectPostgres {
+				aside = "set store: to another database, or another schema (search_path=)"
+			}
 			return fmt.Errorf("the store has schema version %s; this pacer reads version %s only, and no migration "+
-				"from it exists: move the file aside, or set store: to another path, to start with an empty store",
-				rows[0].Value, schemaVersion)
+				"from it exists: %s, to start with an empty store", rows[0].Value, schemaVersion, aside)
 		}
 	}
 	missing := false
-	for _, t := range models() {
+	tables := models()
+	if s.dialect == dialectPostgres {
+		tables = append(tables, clusterModels()...)
+	}
+	for _, t := range tables {
 		missing = missing || !m.HasTable(t.value)
 	}
 	if !missing {
 		return checkTables(s.db)
 	}
 	return s.db.Transaction(func(tx *gorm.DB) error {
+		if s.dialect == dialectPostgres {
+			// SQLite's write lock is taken at BEGIN; PostgreSQL's DDL
+			// takes none that would keep a second creator out.
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(current_schema()))", pgCreateLock).Error; err != nil {
+				return fmt.Errorf("lock schema creation: %w", err)
+			}
+		}
 		if err := createTables(tx, s.clustered); err != nil {
 			return err
+		}
+		if s.dialect == dialectPostgres {
+			if err := createClusterTables(tx); err != nil {
+				return err
+			}
 		}
 		row := metaRow{Key: metaSchemaVersion, Value: schemaVersion, UpdatedAt: now()}
 		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error

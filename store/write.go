@@ -62,7 +62,7 @@ type writer struct {
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
 // BenchmarkStoreMinuteLoad, BenchmarkCommitRate). It must run
 // outside any transaction: the store has a single connection.
-func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
+func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) {
 	w = &writer{}
 	defer func() {
 		if err != nil {
@@ -84,9 +84,7 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 	// A tail grows by the records of the batch; last_seq and keep_from
 	// only move forward.
-	// SQLite's || yields TEXT, whose length() stops at a NUL byte: the
-	// concatenations are cast back to BLOB.
-	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = CAST(" + tableTail + ".data || excluded.data AS BLOB), " +
+	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + d.blobConcat(tableTail+".data", "excluded.data") + ", " +
 		"last_seq = CASE WHEN excluded.last_seq > " + tableTail + ".last_seq THEN excluded.last_seq ELSE " + tableTail + ".last_seq END, " +
 		"keep_from = CASE WHEN excluded.keep_from > " + tableTail + ".keep_from THEN excluded.keep_from ELSE " + tableTail + ".keep_from END"
 	for k := range rowSizes {
@@ -102,11 +100,12 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 		return w, err
 	}
 	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (" + blockColumns + ") SELECT " + blockColumns + " FROM " +
-		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = CAST(" +
-		tableBlocks + ".data || excluded.data AS BLOB)"); err != nil {
+		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = " +
+		d.blobConcat(tableBlocks+".data", "excluded.data")); err != nil {
 		return w, err
 	}
-	// SQLite numbers "?" in order of appearance: the new data comes first.
+	// SQLite numbers "?" in order of appearance: the new data comes first
+	// (PostgreSQL's $n follow the same order).
 	if w.clear, err = prep("UPDATE " + tableTail + " SET data = " + bind(1) + " WHERE skey = " + bind(2) +
 		" AND source = " + bind(3)); err != nil {
 		return w, err
@@ -114,6 +113,16 @@ func prepareWriter(db *sql.DB, bind bindFunc) (w *writer, err error) {
 	w.trim, err = prep("DELETE FROM " + tableBlocks + where + " AND last_seq < (SELECT keep_from FROM " + tableTail +
 		" WHERE skey = " + bind(3) + " AND source = " + bind(4) + ")")
 	return w, err
+}
+
+// blobConcat writes the SQL that concatenates the blobs a and b. SQLite's
+// || yields TEXT, whose length() stops at a NUL byte: it is cast back to
+// BLOB. PostgreSQL's || of two bytea is a bytea.
+func (d dialect) blobConcat(a, b string) string {
+	if d == dialectPostgres {
+		return a + " || " + b
+	}
+	return "CAST(" + a + " || " + b + " AS BLOB)"
 }
 
 // insertSQL writes an INSERT of rows rows into table.
@@ -232,7 +241,7 @@ func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []P
 			return fmt.Errorf("store: save batch: record #%d has no source", i)
 		}
 	}
-	if err := s.commitBatch(ctx, sts, records, keep); err != nil {
+	if err := s.commitBatchChecked(ctx, sts, records, keep, nil); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
 	return nil
@@ -249,7 +258,14 @@ type tailRow struct {
 	seal     bool   // a Seq of the batch is a multiple of the block size
 }
 
-func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollRecord, keep int) (err error) {
+// batchCheck, run first in a batch's transaction, returns the rows of the
+// batch that may be written (SaveBatchFenced: those of the shards whose
+// claim still holds).
+type batchCheck func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error)
+
+// commitBatchChecked writes sts and records in one transaction, after
+// check (nil: every row is written).
+func (s *Store) commitBatchChecked(ctx context.Context, sts []stateRow, records []PollRecord, keep int, check batchCheck) (err error) {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -261,6 +277,11 @@ func (s *Store) commitBatch(ctx context.Context, sts []stateRow, records []PollR
 			}
 		}
 	}()
+	if check != nil {
+		if sts, records, err = check(ctx, tx, sts, records); err != nil {
+			return err
+		}
+	}
 	if err := execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
 		return stateArgs(&sts[i], dst)
 	}); err != nil {

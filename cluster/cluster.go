@@ -1,0 +1,241 @@
+// Package cluster is a member of a cluster of pacer daemons on one
+// PostgreSQL store (contract section 8): it keeps the member's heartbeat,
+// works out which shards are its share of the live members, claims them,
+// renews its leases every lease/3, gives back the shards that belong to
+// another member once the scheduler has drained them, and tells the
+// scheduler, for each shard, whether it may start a poll now.
+//
+// Shares follow rendezvous hashing (Assign): each member computes the same
+// share from the same list of live members, and when a member joins or
+// leaves only the shards it gains or loses move. Leases and heartbeats are
+// on the database's clock (the store); the member turns a lease into a
+// deadline on its own monotonic clock, taken before the call that granted
+// it, and stops starting polls of a shard margin before that deadline, so
+// that a member cut off from the database never starts a poll that another
+// member may own by then. Commits are fenced (store.SaveBatchFenced), which
+// covers the polls that were already running.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// Store is what a member needs of the store.
+type Store interface {
+	Heartbeat(ctx context.Context, m store.Member, lease time.Duration) ([]store.Member, error)
+	ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]store.Claim, error)
+	LeaveCluster(ctx context.Context, member string) error
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Options configure a Member.
+type Options struct {
+	Name  string        // this member's name (unique in the cluster)
+	Lease time.Duration // how long a claim lasts unrenewed, >= 2s
+	// Fingerprint is the member's sources config fingerprint, shown to the
+	// others (a member with another one is warned about).
+	Fingerprint string
+	// Drained reports whether the member has no poll of shard in flight
+	// and its states are committed: only then is a shard given back.
+	// nil: always.
+	Drained func(shard int) bool
+	// Stats reports what the member shows in GET /api/cluster. nil: zeros.
+	Stats  func() (owned, inflight int)
+	Logger *slog.Logger
+	// Now is the member's monotonic clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// held is a claim as the member keeps it: its fence and until when it may
+// start polls of the shard.
+type held struct {
+	fence    int64
+	deadline time.Time
+}
+
+// Member is one member of the cluster. It is safe for concurrent use: the
+// scheduler calls MayStart and Fence while Run renews the claims.
+type Member struct {
+	st        Store
+	opt       Options
+	startedAt time.Time
+
+	mu     sync.Mutex
+	claims map[int]held
+	live   []string
+}
+
+// New returns a member; Run makes it take part.
+func New(st Store, opt Options) (*Member, error) {
+	if opt.Name == "" {
+		return nil, fmt.Errorf("cluster: a member needs a name")
+	}
+	if opt.Lease < 2*time.Second {
+		return nil, fmt.Errorf("cluster.lease: %v is below the minimum of 2s", opt.Lease)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Member{st: st, opt: opt, startedAt: opt.Now(), claims: map[int]held{}}, nil
+}
+
+// margin is how long before a lease's end the member stops starting polls
+// of its shard: a quarter of the lease (with renewals every third, a
+// healthy member never gets there).
+func (m *Member) margin() time.Duration { return m.opt.Lease / 4 }
+
+// Assign is the member, among live, that shard belongs to: the one with
+// the highest hash of (member, shard); "" when live is empty.
+func Assign(live []string, shard int) string {
+	best, bestH := "", uint64(0)
+	suffix := "\x00" + strconv.Itoa(shard)
+	for _, name := range live {
+		if v := store.NameHash(name + suffix); best == "" || v > bestH || (v == bestH && name < best) {
+			best, bestH = name, v
+		}
+	}
+	return best
+}
+
+// Round is one round of the member: heartbeat, then claims (release what
+// is another's and drained, renew, claim the free shards of its share). On
+// an error the claims it holds stay with their deadlines, which then run
+// out.
+func (m *Member) Round(ctx context.Context) error {
+	var owned, inflight int
+	if m.opt.Stats != nil {
+		owned, inflight = m.opt.Stats()
+	}
+	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
+		ConfigFingerprint: m.opt.Fingerprint, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	live := make([]string, 0, len(members))
+	for _, mb := range members {
+		live = append(live, mb.Name)
+	}
+	if !slices.Contains(live, m.opt.Name) {
+		live = append(live, m.opt.Name)
+	}
+	var want, release []int
+	m.mu.Lock()
+	for sh := range store.Shards {
+		_, have := m.claims[sh]
+		switch mine := Assign(live, sh) == m.opt.Name; {
+		case mine:
+			want = append(want, sh)
+		case have && (m.opt.Drained == nil || m.opt.Drained(sh)):
+			release = append(release, sh)
+		}
+	}
+	m.live = live
+	m.mu.Unlock()
+	start := m.opt.Now()
+	claims, err := m.st.ClaimShards(ctx, m.opt.Name, m.opt.Lease, want, release)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	next := make(map[int]held, len(claims))
+	for _, c := range claims {
+		next[c.Shard] = held{fence: c.Fence, deadline: start.Add(c.Left - m.margin())}
+	}
+	m.mu.Lock()
+	m.claims = next
+	m.mu.Unlock()
+	return nil
+}
+
+// roundEvery is the longest time between two rounds: shards that another
+// member gave back are claimed within it (rule 8.3: within 2 s of a
+// member's exit).
+const roundEvery = time.Second
+
+// Run takes part in the cluster until ctx is done: a round every lease/3,
+// at most roundEvery apart (a failed round is logged and retried at the
+// next), then it leaves the cluster, giving its shards back at once. The
+// caller cancels ctx once its polls have ended and its states are
+// committed.
+func (m *Member) Run(ctx context.Context) {
+	t := time.NewTicker(min(m.opt.Lease/3, roundEvery))
+	defer t.Stop()
+	failing := false
+	for {
+		err := m.Round(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			m.opt.Logger.Warn("cluster: cannot renew the claims; polls of their shards stop before the leases end", "err", err)
+			failing = true
+		case err == nil && failing:
+			m.opt.Logger.Info("cluster: claims renewed again")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			m.leave()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leave gives every shard back and drops the member's row.
+func (m *Member) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.mu.Lock()
+	m.claims = map[int]held{}
+	m.mu.Unlock()
+	if err := m.st.LeaveCluster(ctx, m.opt.Name); err != nil {
+		m.opt.Logger.Warn("cluster: leave (the others take the shards when the leases end)", "err", err)
+	}
+}
+
+// MayStart reports whether the member may start a poll of a source of
+// shard now: it holds the shard and the claim's deadline is ahead.
+func (m *Member) MayStart(shard int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.claims[shard]
+	return ok && m.opt.Now().Before(h.deadline)
+}
+
+// Shards returns the shards the member may start polls of now, in order.
+func (m *Member) Shards() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.opt.Now()
+	out := make([]int, 0, len(m.claims))
+	for sh, h := range m.claims {
+		if now.Before(h.deadline) {
+			out = append(out, sh)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Fence returns what the member's commits are conditional on
+// (store.SaveBatchFenced): its current claims, and shardOf to place a
+// source (store.ShardOf with the source's limits group).
+func (m *Member) Fence(shardOf func(source string) int) store.Fence {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := store.Fence{Member: m.opt.Name, Fences: make(map[int]int64, len(m.claims)), ShardOf: shardOf}
+	for sh, h := range m.claims {
+		f.Fences[sh] = h.fence
+	}
+	return f
+}

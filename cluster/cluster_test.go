@@ -1,0 +1,231 @@
+package cluster_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"go.uber.org/goleak"
+
+	"github.com/pacer-dev/pacer/cluster"
+	"github.com/pacer-dev/pacer/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newDSN creates a schema of its own on the server of PACER_TEST_POSTGRES
+// and returns a store URL on it; the test fails without the variable.
+func newDSN(t *testing.T) string {
+	t.Helper()
+	server := os.Getenv("PACER_TEST_POSTGRES")
+	if server == "" {
+		t.Fatal("PACER_TEST_POSTGRES is not set: run scripts/test.sh, which starts a throwaway PostgreSQL 15 (Debian's postgresql-15)")
+	}
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "c_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func openStore(t *testing.T, dsn string) *store.Store {
+	t.Helper()
+	s, err := store.Open(dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newMember(t *testing.T, s cluster.Store, name string, lease time.Duration) *cluster.Member {
+	t.Helper()
+	m, err := cluster.New(s, cluster.Options{Name: name, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// owners maps each shard to the members that may start its polls.
+func owners(ms ...*cluster.Member) map[int][]int {
+	out := map[int][]int{}
+	for i, m := range ms {
+		for _, sh := range m.Shards() {
+			out[sh] = append(out[sh], i)
+		}
+	}
+	return out
+}
+
+// settle runs rounds of every member until each shard is owned by the one
+// member Assign gives it to among names (the names of ms), failing at once
+// if a shard ever has two owners, or after timeout.
+func settle(t *testing.T, timeout time.Duration, names []string, ms ...*cluster.Member) map[int][]int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, m := range ms {
+			if err := m.Round(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := owners(ms...)
+		done := len(o) == store.Shards
+		for sh, who := range o {
+			if len(who) > 1 {
+				t.Fatalf("a shard has %d owners: %v", len(who), who)
+			}
+			done = done && names[who[0]] == cluster.Assign(names, sh)
+		}
+		if done {
+			return o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d shards owned after %v", len(o), store.Shards, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAssign(t *testing.T) {
+	if got := cluster.Assign(nil, 3); got != "" {
+		t.Errorf("Assign(nil) = %q", got)
+	}
+	three, four := []string{"a", "b", "c"}, []string{"a", "b", "c", "d"}
+	moved, count := 0, map[string]int{}
+	for sh := range store.Shards {
+		x, y := cluster.Assign(three, sh), cluster.Assign(four, sh)
+		count[x]++
+		if x != y {
+			moved++
+			if y != "d" {
+				t.Errorf("shard %d moved from %s to %s when d joined; only shards that d gains may move", sh, x, y)
+			}
+		}
+	}
+	if moved < store.Shards/8 || moved > store.Shards*3/8 {
+		t.Errorf("%d shards moved when a fourth member joined, want about a quarter", moved)
+	}
+	for name, n := range count {
+		if n < store.Shards/6 {
+			t.Errorf("%s got %d of %d shards among three", name, n, store.Shards)
+		}
+	}
+}
+
+// TestMembersShareAndTakeOver: three members share the shards, each shard
+// owned by exactly one; a member that stops (killed: no leave) has its
+// shards taken over within 2 x lease; a member that leaves hands them over
+// at once.
+func TestMembersShareAndTakeOver(t *testing.T) {
+	dsn := newDSN(t)
+	const lease = 2 * time.Second
+	a := newMember(t, openStore(t, dsn), "a", lease)
+	b := newMember(t, openStore(t, dsn), "b", lease)
+	c := newMember(t, openStore(t, dsn), "c", lease)
+	o := settle(t, 10*time.Second, []string{"a", "b", "c"}, a, b, c)
+	per := map[int]int{}
+	for _, who := range o {
+		per[who[0]]++
+	}
+	if len(per) != 3 {
+		t.Fatalf("shards per member %v: every member must own some", per)
+	}
+
+	// c is killed: it neither renews nor leaves.
+	killed := time.Now()
+	settle(t, 2*lease+time.Second, []string{"a", "b"}, a, b)
+	if took := time.Since(killed); took > 2*lease {
+		t.Errorf("c's shards taken over after %v, want within 2 x lease (%v)", took, 2*lease)
+	}
+
+	// b leaves: a owns everything at its next round.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); b.Run(ctx) }()
+	cancel()
+	<-done
+	if err := a.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.Shards()); n != store.Shards {
+		t.Errorf("a owns %d shards right after b left, want %d", n, store.Shards)
+	}
+}
+
+// TestCutOffMemberStopsFirst: a member that cannot reach the database any
+// more stops starting polls of its shards before another member can claim
+// them.
+func TestCutOffMemberStopsFirst(t *testing.T) {
+	dsn := newDSN(t)
+	const lease = 2 * time.Second
+	cutStore, err := store.Open(dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := newMember(t, cutStore, "cut", lease)
+	other := newMember(t, openStore(t, dsn), "other", lease)
+	if err := cut.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mine := cut.Shards()
+	if len(mine) != store.Shards {
+		t.Fatalf("cut owns %d shards alone, want all", len(mine))
+	}
+	// Cut off: every call of cut fails from now on.
+	if err := cutStore.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stoppedAt, claimedAt time.Time
+	deadline := time.Now().Add(3 * lease)
+	for stoppedAt.IsZero() || claimedAt.IsZero() {
+		if err := cut.Round(t.Context()); err == nil {
+			t.Fatal("a round on a closed store succeeded")
+		}
+		if stoppedAt.IsZero() && !cut.MayStart(mine[0]) {
+			stoppedAt = time.Now()
+		}
+		if err := other.Round(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if claimedAt.IsZero() && other.MayStart(mine[0]) {
+			claimedAt = time.Now()
+			if cut.MayStart(mine[0]) {
+				t.Fatal("the other member claimed a shard that the cut-off member still starts polls of")
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: stopped at %v, claimed at %v", 3*lease, stoppedAt, claimedAt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !stoppedAt.Before(claimedAt) {
+		t.Errorf("the cut-off member stopped at %v, not before the take-over at %v", stoppedAt, claimedAt)
+	}
+}

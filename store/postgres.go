@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/internal/backend"
+)
+
+// The PostgreSQL backend: the same tables (models.go, created by gorm's
+// Migrator with PostgreSQL's types: bigint, text, bytea, boolean,
+// timestamptz), the same hand-written SQL for SaveBatch and LoadStates with
+// PostgreSQL's bind variables and bytea concatenation (write.go), and a
+// small pool of connections instead of SQLite's single one: PostgreSQL
+// serialises the writers itself (row locks, taken in the table's order by
+// every batch, so that two writers cannot deadlock).
+
+// pgMaxConns bounds the store's connections to the server: the flusher's
+// transaction, the command loop and the probes of /readyz each take one.
+const pgMaxConns = 4
+
+// pgConnectTimeout bounds the connection to the server when the URL sets no
+// connect_timeout, so that a server that does not answer fails the start.
+const pgConnectTimeout = 10 * time.Second
+
+// pgCreateLock is the key of the transaction-level advisory lock under
+// which a new store's tables are created, so that two processes opening a
+// new store at once do not both create them (the second then finds them).
+const pgCreateLock = 0x70616373 // "pacs"
+
+func pgBind(i int) string { return "$" + strconv.Itoa(i) }
+
+// pgDSN is a PostgreSQL store URL taken apart for what the store shows of
+// it: shown is the URL with its password (in the user info or a password
+// parameter) replaced by ***, secrets the texts to mask in any error.
+type pgDSN struct {
+	shown   string
+	secrets []string
+}
+
+// parsePostgresDSN parses a postgres:// or postgresql:// URL. Its error never
+// quotes the URL (it may hold a password).
+func parsePostgresDSN(dsn string) (pgDSN, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return pgDSN{shown: "postgres://(invalid URL)"}, fmt.Errorf("invalid PostgreSQL URL: %w", err)
+	}
+	var d pgDSN
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
+	if u.User != nil {
+		b.WriteString(u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			b.WriteString(":***")
+			d.secrets = append(d.secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+		b.WriteByte('@')
+	}
+	b.WriteString(u.Host + u.EscapedPath())
+	q := u.Query()
+	if pw := q.Get("password"); pw != "" {
+		d.secrets = append(d.secrets, pw, url.QueryEscape(pw))
+		q.Set("password", "***")
+	}
+	if len(q) > 0 {
+		b.WriteString("?" + strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***"))
+	}
+	d.shown = b.String()
+	return d, nil
+}
+
+// ShownDSN is how the store names the database of dsn in its errors and
+// logs: a SQLite path as it is, a PostgreSQL URL without its password
+// (shown as ***, rule 3.12).
+func ShownDSN(dsn string) string {
+	if !backend.IsPostgres(dsn) {
+		return dsn
+	}
+	d, _ := parsePostgresDSN(dsn)
+	return d.shown
+}
+
+// scrub masks the secrets of d in err's text (a driver error could quote
+// the URL); nil stays nil. The result does not unwrap to err, so that no
+// caller can print the unmasked text by accident.
+func (d pgDSN) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range d.secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "***")
+		}
+	}
+	return errors.New(msg)
+}
+
+// pgConfig parses dsn into pgx's connection settings (host= in the query
+// selects a unix socket directory; search_path and other parameters that
+// pgx does not know are sent to the server as settings of the session).
+func pgConfig(dsn string, d pgDSN) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, d.scrub(err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = pgConnectTimeout
+	}
+	return cfg, nil
+}
+
+// openPostgres opens the PostgreSQL store at dsn, creating its tables if
+// needed.
+func openPostgres(dsn string, opts Options) (*Store, error) {
+	d, err := parsePostgresDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", d.shown, err)
+	}
+	fail := func(err error) error { return fmt.Errorf("store: open %s: %w", d.shown, d.scrub(err)) }
+	cfg, err := pgConfig(dsn, d)
+	if err != nil {
+		return nil, fail(err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB.SetMaxOpenConns(pgMaxConns)
+	sqlDB.SetMaxIdleConns(pgMaxConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	closeFail := func(err error) (*Store, error) { return nil, errors.Join(fail(err), sqlDB.Close()) }
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout+time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return closeFail(err)
+	}
+	var schema *string
+	if err := sqlDB.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return closeFail(err)
+	}
+	if schema == nil {
+		// pacer creates its tables, not the schema they go into.
+		return closeFail(errors.New("no schema of search_path exists in the database: create it (CREATE SCHEMA), or set search_path= to one that exists"))
+	}
+	db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 newGormLogger(log),
+		NowFunc:                now,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return closeFail(err)
+	}
+	s := &Store{db: db, sql: sqlDB, bind: pgBind, dialect: dialectPostgres}
+	if err := s.setup(); err != nil {
+		return closeFail(err)
+	}
+	return s, nil
+}

@@ -1,0 +1,270 @@
+package store_test
+
+// Benchmarks of the PostgreSQL backend, on the server of
+// PACER_TEST_POSTGRES (which must run on this machine: its processes' CPU
+// is read from /proc). Target (issue 12): <= 0.2 ms of database CPU per
+// poll, state and history included. For example, with scripts/postgres.sh:
+//
+//	go test ./store -run '^$' -bench 'BenchmarkPostgresCommitRate' -benchtime=2s
+//	go test ./store -run '^$' -bench 'BenchmarkPostgresMinuteLoad' -benchtime=1x
+//
+// BenchmarkPostgresMinuteLoad takes PACER_BENCH_WINDOW, PACER_BENCH_ROUNDS,
+// PACER_BENCH_HISTORY and PACER_BENCH_TICK as BenchmarkStoreMinuteLoad.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/bench"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// clockTick is the unit of the CPU times of /proc/PID/stat (USER_HZ, 100
+// on Linux).
+const clockTick = 10 * time.Millisecond
+
+// procStat reads utime+stime (and, with children, cutime+cstime: the CPU
+// of reaped children) and the parent pid from /proc/PID/stat.
+func procStat(pid int, children bool) (cpu time.Duration, ppid int, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command sits in parentheses and may hold spaces: fields start
+	// after the last ")". Field 3 (state) is f[0]; ppid f[1]; utime f[11].
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	n := 2
+	if children {
+		n = 4
+	}
+	for _, v := range f[11 : 11+n] {
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		cpu += time.Duration(t) * clockTick
+	}
+	return cpu, ppid, nil
+}
+
+// serverCPU returns a function that reads the CPU time used so far by the
+// PostgreSQL server of s: its postmaster (with its reaped children) and
+// every live child (backends, writers, checkpointer, autovacuum).
+func serverCPU(b *testing.B, s *store.Store) func() time.Duration {
+	b.Helper()
+	var backend int
+	if err := store.GormDB(s).Raw("SELECT pg_backend_pid()").Row().Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	_, postmaster, err := procStat(backend, false)
+	if err != nil {
+		b.Fatalf("the server of %s does not run on this machine (%v): its CPU cannot be measured", postgresEnv, err)
+	}
+	return func() time.Duration {
+		total, _, err := procStat(postmaster, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if cpu, ppid, err := procStat(pid, false); err == nil && ppid == postmaster {
+				total += cpu
+			}
+		}
+		return total
+	}
+}
+
+// openPostgresPopulated is openPopulated on a PostgreSQL schema of its own.
+func openPostgresPopulated(b *testing.B, n, depth int) *store.Store {
+	b.Helper()
+	s, err := store.Open(newPostgresDSN(b), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	start := time.Now()
+	t0 := time.Now().Add(-24 * time.Hour)
+	const chunk = 5_000
+	for lo := 0; lo < n; lo += chunk {
+		var states []store.SourceState
+		var recs []store.PollRecord
+		for i := lo; i < min(lo+chunk, n); i++ {
+			name := fmt.Sprintf("src-%06d", i)
+			st := healthyState(name, depth, t0)
+			st.HistorySeq = int64(depth)
+			states = append(states, st)
+			for d := range depth {
+				r := healthyRecord(name, t0.Add(time.Duration(d)*time.Second))
+				r.Seq = int64(d + 1)
+				recs = append(recs, r)
+			}
+		}
+		if err := s.SaveBatch(context.Background(), states, recs, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := store.GormDB(s).Exec("ANALYZE").Error; err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("store populated: %d sources x %d records in %v", n, depth, time.Since(start).Round(time.Millisecond))
+	return s
+}
+
+// phaseOrdered returns n source names in phase order (store.NameHash), as
+// the daemon commits them.
+func phaseOrdered(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("src-%06d", i)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	return names
+}
+
+// BenchmarkPostgresCommitRate: states/s of SaveBatch on PostgreSQL, each
+// state with its record, history full at keep=100, records numbered by the
+// caller as the flusher does (daemon) or by the store (saveBatch), and the
+// CPU per state of this process and of the server.
+func BenchmarkPostgresCommitRate(b *testing.B) {
+	const nsrc, keep = 20_000, 100
+	s := openPostgresPopulated(b, nsrc, keep)
+	server := serverCPU(b, s)
+	names := phaseOrdered(nsrc)
+	seq := make(map[string]int64, nsrc)
+	for _, name := range names {
+		seq[name] = keep
+	}
+	round := 0
+	run := func(b *testing.B, batch int, numbered bool) {
+		states := make([]store.SourceState, batch)
+		recs := make([]store.PollRecord, batch)
+		c0, s0 := bench.CPUTime(), server()
+		for b.Loop() {
+			now := time.Now()
+			for i := range batch {
+				name := names[(round+i)%nsrc]
+				states[i], recs[i] = healthyState(name, round, now), healthyRecord(name, now)
+				if numbered {
+					seq[name]++
+					recs[i].Seq, states[i].HistorySeq = seq[name], seq[name]
+				}
+			}
+			round += batch
+			if err := s.SaveBatch(context.Background(), states, recs, keep); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := float64(b.N * batch)
+		b.ReportMetric(n/b.Elapsed().Seconds(), "states/s")
+		b.ReportMetric(float64(bench.CPUTime()-c0)/n, "cpu-ns/state")
+		b.ReportMetric(float64(server()-s0)/n, "pg-cpu-ns/state")
+	}
+	for _, batch := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("daemon/state+record/batch=%d", batch), func(b *testing.B) { run(b, batch, true) })
+	}
+	b.Run("saveBatch/state+record/batch=100", func(b *testing.B) { run(b, 100, false) })
+}
+
+// BenchmarkPostgresMinuteLoad replays what the flusher writes for 100,000
+// sources polled once a minute (1,667 states and records per second, a
+// commit every 50 ms, records numbered by the caller, history kept at 100)
+// and reports the server's CPU per poll and per 1,000 polls, and this
+// process's CPU, as BenchmarkStoreMinuteLoad does for SQLite. Each round
+// replays one window with SaveBatch, then one writing nothing (the
+// harness's own CPU, and the server's deferred work).
+func BenchmarkPostgresMinuteLoad(b *testing.B) {
+	const nsrc, keep = 100_000, 100
+	tick := bench.EnvDuration("PACER_BENCH_TICK", 50*time.Millisecond)
+	window := bench.EnvDuration("PACER_BENCH_WINDOW", 8*time.Second)
+	rounds := bench.EnvInt("PACER_BENCH_ROUNDS", 3)
+	depth := bench.EnvInt("PACER_BENCH_HISTORY", 10)
+	s := openPostgresPopulated(b, nsrc, depth)
+	server := serverCPU(b, s)
+	order := phaseOrdered(nsrc)
+	seq := make(map[string]int64, nsrc)
+	for _, name := range order {
+		seq[name] = int64(depth)
+	}
+	perTick := float64(nsrc) / 60 * tick.Seconds()
+	next := 0
+	// replay runs the load for one window through save and measures it.
+	type measure struct {
+		polls, commits  int
+		pg              time.Duration // the server's CPU
+		client, p99, ms float64       // this process's share of a core; commit p99 and pg ms per poll
+	}
+	replay := func(save func([]store.SourceState, []store.PollRecord) error) measure {
+		start := time.Now()
+		c0, s0 := bench.CPUTime(), server()
+		sent := 0
+		var commits []time.Duration
+		for k := 1; time.Since(start) < window; k++ {
+			time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
+			var states []store.SourceState
+			var recs []store.PollRecord
+			now := time.Now()
+			for due := int(perTick * float64(k)); sent < due; sent++ {
+				name := order[next]
+				next = (next + 1) % nsrc
+				seq[name]++
+				st, rec := healthyState(name, sent, now), healthyRecord(name, now)
+				st.HistorySeq, rec.Seq = seq[name], seq[name]
+				states, recs = append(states, st), append(recs, rec)
+			}
+			t := time.Now()
+			if err := save(states, recs); err != nil {
+				b.Fatal(err)
+			}
+			commits = append(commits, time.Since(t))
+		}
+		elapsed := time.Since(start)
+		m := measure{polls: sent, commits: len(commits), pg: server() - s0}
+		m.client = 100 * float64(bench.CPUTime()-c0) / float64(elapsed)
+		slices.Sort(commits)
+		m.p99 = float64(commits[len(commits)*99/100]) / 1e6
+		m.ms = float64(m.pg) / float64(sent) / 1e6
+		return m
+	}
+	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+		return s.SaveBatch(context.Background(), states, recs, keep)
+	}
+	var pgPerPoll, pgWithAfter, clientCPU, harnessCPU, p99s []float64
+	for r := range rounds {
+		m := replay(saveBatch)
+		// The window writing nothing also catches the server's work that
+		// the writes left for later (autovacuum, checkpoints): counted
+		// against the polls in pg-cpu-ms/poll+after.
+		h := replay(func([]store.SourceState, []store.PollRecord) error { return nil })
+		pgPerPoll, clientCPU, harnessCPU, p99s = append(pgPerPoll, m.ms), append(clientCPU, m.client), append(harnessCPU, h.client), append(p99s, m.p99)
+		pgWithAfter = append(pgWithAfter, float64(m.pg+h.pg)/float64(m.polls)/1e6)
+		b.Logf("round %d: %d polls in %d commits: server %v CPU (%.3f ms/poll, %.2f%% of a core), pacer side %.2f%% of a core "+
+			"(the harness writing nothing: %.2f%%, server %v), commit p99 %.1f ms",
+			r+1, m.polls, m.commits, m.pg, m.ms, 100*m.pg.Seconds()/window.Seconds(), m.client, h.client, h.pg, m.p99)
+	}
+	b.ReportMetric(bench.Median(pgPerPoll), "pg-cpu-ms/poll")
+	b.ReportMetric(1000*bench.Median(pgPerPoll), "pg-cpu-ms/1000polls")
+	b.ReportMetric(bench.Median(pgWithAfter), "pg-cpu-ms/poll+after")
+	b.ReportMetric(bench.Median(clientCPU), "client-cpu%")
+	b.ReportMetric(bench.Median(harnessCPU), "harness-cpu%")
+	b.ReportMetric(bench.Median(p99s), "commit-p99-ms")
+}

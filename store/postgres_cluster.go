@@ -1,0 +1,384 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The store's part of a cluster (contract section 8, on PostgreSQL only):
+// sources are hashed to Shards shards (the sources of one limits group to
+// one shard, so that the group's limits hold on one member), members claim
+// shards with leased rows, and every state commit of a member is
+// conditional on the fence of its claim, so that a member that lost a
+// shard cannot overwrite what its new owner wrote.
+//
+//   - cluster_members: one row per member, its heartbeat (last_seen_at,
+//     from the database's clock) and what /api/cluster shows.
+//   - cluster_shards: one row per shard: owner, lease_until (the
+//     database's now() + lease at the last claim or renewal) and fence,
+//     incremented at every claim.
+//
+// Leases are measured on the database's clock only; a member turns what
+// is left of a lease into a deadline on its own monotonic clock
+// (Claim.Left), taken before the statement, so that it errs early.
+
+// Shards is the number of shards of a cluster: fixed, so that every member
+// agrees on the shard of a source.
+const Shards = 256
+
+// Table names of the cluster.
+const (
+	tableMembers = "cluster_members"
+	tableShards  = "cluster_shards"
+)
+
+// ErrNoCluster is returned by the cluster calls on a SQLite store.
+var ErrNoCluster = errors.New("a cluster needs a PostgreSQL store")
+
+// memberModel is a row of cluster_members.
+type memberModel struct {
+	Name              string    `gorm:"primaryKey"`
+	StartedAt         time.Time `gorm:"not null"`
+	LastSeenAt        time.Time `gorm:"not null;index"`
+	ConfigFingerprint string    `gorm:"not null;default:('')"`
+	OwnedSources      int64     `gorm:"not null;default:0"`
+	Inflight          int64     `gorm:"not null;default:0"`
+}
+
+// TableName pins the table of memberModel.
+func (memberModel) TableName() string { return tableMembers }
+
+// shardModel is a row of cluster_shards.
+type shardModel struct {
+	Shard      int64 `gorm:"primaryKey;autoIncrement:false"`
+	Owner      *string
+	LeaseUntil *time.Time
+	Fence      int64 `gorm:"not null;default:0"`
+}
+
+// TableName pins the table of shardModel.
+func (shardModel) TableName() string { return tableShards }
+
+// clusterModels are the tables that only a PostgreSQL store has.
+func clusterModels() []model {
+	return []model{{&memberModel{}, false}, {&shardModel{}, false}}
+}
+
+// createClusterTables creates, within tx, the cluster's tables that are
+// missing and the rows of every shard.
+func createClusterTables(tx *gorm.DB) error {
+	for _, m := range clusterModels() {
+		if tx.Migrator().HasTable(m.value) {
+			continue
+		}
+		if err := tx.Migrator().CreateTable(m.value); err != nil {
+			return fmt.Errorf("create table of %T: %w", m.value, err)
+		}
+	}
+	err := tx.Exec("INSERT INTO "+tableShards+" (shard, fence) SELECT s, 0 FROM generate_series(0, ?) AS s "+
+		"ON CONFLICT (shard) DO NOTHING", Shards-1).Error
+	if err != nil {
+		return fmt.Errorf("create shards: %w", err)
+	}
+	return nil
+}
+
+// ShardOf is the shard of a source: that of its limits group when it has
+// one, so that a group's sources share an owner, else that of its name.
+func ShardOf(name, group string) int {
+	key := name
+	if group != "" {
+		key = "limits:" + group
+	}
+	return int(NameHash(key) % Shards)
+}
+
+// Member is what a member shows of itself to the others (GET /api/cluster).
+type Member struct {
+	Name              string
+	StartedAt         time.Time
+	LastSeenAt        time.Time
+	ConfigFingerprint string
+	OwnedSources      int
+	Inflight          int
+}
+
+// Heartbeat records that member m is alive now (the database's clock) with
+// what it shows, forgets members silent for more than 10 leases, and
+// returns the live members, those seen within lease, by name.
+func (s *Store) Heartbeat(ctx context.Context, m Member, lease time.Duration) ([]Member, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	var out []Member
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Exec("INSERT INTO "+tableMembers+" (name, started_at, last_seen_at, config_fingerprint, owned_sources, inflight) "+
+			"VALUES (?, ?, now(), ?, ?, ?) ON CONFLICT (name) DO UPDATE SET last_seen_at = now(), "+
+			"config_fingerprint = excluded.config_fingerprint, owned_sources = excluded.owned_sources, inflight = excluded.inflight",
+			m.Name, normTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight).Error
+		if err != nil {
+			return err
+		}
+		if err := tx.Exec("DELETE FROM "+tableMembers+" WHERE last_seen_at < now() - ? * interval '1 microsecond'",
+			(10 * lease).Microseconds()).Error; err != nil {
+			return err
+		}
+		out, err = liveMembers(tx, lease)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: heartbeat of %q: %w", m.Name, err)
+	}
+	return out, nil
+}
+
+// Members returns the members seen within lease, by name.
+func (s *Store) Members(ctx context.Context, lease time.Duration) ([]Member, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	out, err := liveMembers(s.db.WithContext(ctx), lease)
+	if err != nil {
+		return nil, fmt.Errorf("store: members: %w", err)
+	}
+	return out, nil
+}
+
+func liveMembers(db *gorm.DB, lease time.Duration) ([]Member, error) {
+	var rows []memberModel
+	err := db.Where("last_seen_at > now() - ? * interval '1 microsecond'", lease.Microseconds()).Order("name").Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Member, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Member{Name: r.Name, StartedAt: normTime(r.StartedAt), LastSeenAt: normTime(r.LastSeenAt),
+			ConfigFingerprint: r.ConfigFingerprint, OwnedSources: int(r.OwnedSources), Inflight: int(r.Inflight)})
+	}
+	return out, nil
+}
+
+// LeaveCluster removes member from the members and gives up its shards
+// (a member stopped with SIGTERM, once its polls have ended), so that the
+// others claim them at once instead of after their leases.
+func (s *Store) LeaveCluster(ctx context.Context, member string) error {
+	if s.dialect != dialectPostgres {
+		return ErrNoCluster
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE "+tableShards+" SET owner = NULL, lease_until = NULL WHERE owner = ?", member).Error; err != nil {
+			return err
+		}
+		return tx.Exec("DELETE FROM "+tableMembers+" WHERE name = ?", member).Error
+	})
+	if err != nil {
+		return fmt.Errorf("store: %q leaves the cluster: %w", member, err)
+	}
+	return nil
+}
+
+// Claim is a member's hold on one shard: the fence its commits must carry,
+// and how long the lease had left when the database answered.
+type Claim struct {
+	Shard int
+	Fence int64
+	// Left is lease_until minus the database's now() of the claim: the
+	// claim holds for at least Left after the call started.
+	Left time.Duration
+}
+
+// ClaimShards is one round of a member's claims, in one transaction: it
+// gives up the shards of release that it owns, renews the leases it holds
+// (for lease from now), claims the shards of want that nobody holds (free,
+// or their lease expired: the fence is incremented), and returns every
+// claim it holds after that, by shard.
+func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]Claim, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	until := "now() + " + fmt.Sprint(lease.Microseconds()) + " * interval '1 microsecond'"
+	var out []Claim
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if len(release) > 0 {
+			if err := tx.Exec("UPDATE "+tableShards+" SET owner = NULL, lease_until = NULL WHERE owner = ? AND shard IN ?",
+				member, release).Error; err != nil {
+				return fmt.Errorf("release: %w", err)
+			}
+		}
+		if err := tx.Exec("UPDATE "+tableShards+" SET lease_until = "+until+" WHERE owner = ? AND lease_until > now()",
+			member).Error; err != nil {
+			return fmt.Errorf("renew: %w", err)
+		}
+		if len(want) > 0 {
+			// An expired lease of our own is claimed again too, with a new
+			// fence: another member may have owned the shard meanwhile.
+			if err := tx.Exec("UPDATE "+tableShards+" SET owner = ?, fence = fence + 1, lease_until = "+until+
+				" WHERE shard IN ? AND (owner IS NULL OR lease_until IS NULL OR lease_until <= now())", member, want).Error; err != nil {
+				return fmt.Errorf("claim: %w", err)
+			}
+		}
+		rows, err := tx.Raw("SELECT shard, fence, (EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint FROM "+tableShards+
+			" WHERE owner = ? AND lease_until > now() ORDER BY shard", member).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c Claim
+			var left int64
+			if err := rows.Scan(&c.Shard, &c.Fence, &left); err != nil {
+				return err
+			}
+			c.Left = time.Duration(left) * time.Microsecond
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: claims of %q: %w", member, err)
+	}
+	return out, nil
+}
+
+// Fence is what a member's commits are conditional on: its name, the fence
+// of each shard it holds, and the shard of each source (ShardOf with the
+// source's limits group).
+type Fence struct {
+	Member  string
+	Fences  map[int]int64
+	ShardOf func(source string) int
+}
+
+// SaveBatchFenced is SaveBatch for a member of a cluster: the states and
+// records of a source are written only if the member still holds the
+// source's shard with the fence of f (lease not expired). The rows of the
+// shards it lost are left out, and their sources returned in rejected, by
+// name; the rest is committed, in one transaction as SaveBatch. The shards
+// checked stay locked (FOR SHARE) until the commit, so that no claim can
+// take one of them in the middle of it.
+func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceState, records []PollRecord, keep int) (rejected []string, err error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	if len(states) == 0 && len(records) == 0 {
+		return nil, nil
+	}
+	sts, err := prepareStates(states, now())
+	if err != nil {
+		return nil, fmt.Errorf("store: save batch: %w", err)
+	}
+	for i := range records {
+		if records[i].Source == "" {
+			return nil, fmt.Errorf("store: save batch: record #%d has no source", i)
+		}
+	}
+	check := func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error) {
+		valid, err := s.validShards(ctx, tx, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		lost := map[string]bool{}
+		keepState := func(name string) bool {
+			ok := valid[f.ShardOf(name)]
+			if !ok {
+				lost[name] = true
+			}
+			return ok
+		}
+		sts = slices.DeleteFunc(sts, func(r stateRow) bool { return !keepState(r.st.Name) })
+		records = slices.DeleteFunc(slices.Clone(records), func(r PollRecord) bool { return !keepState(r.Source) })
+		for name := range lost {
+			rejected = append(rejected, name)
+		}
+		slices.Sort(rejected)
+		return sts, records, nil
+	}
+	if err := s.commitBatchChecked(ctx, sts, records, keep, check); err != nil {
+		return nil, fmt.Errorf("store: save batch: %w", err)
+	}
+	return rejected, nil
+}
+
+// validShards returns the shards of f that the member still holds with
+// f's fence, locking their rows until the end of tx.
+func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]bool, error) {
+	shards := make([]int64, 0, len(f.Fences))
+	fences := make([]int64, 0, len(f.Fences))
+	for sh, fe := range f.Fences {
+		shards, fences = append(shards, int64(sh)), append(fences, fe)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT s.shard FROM "+tableShards+" s JOIN unnest($2::bigint[], $3::bigint[]) AS f(shard, fence) "+
+		"ON s.shard = f.shard AND s.fence = f.fence WHERE s.owner = $1 AND s.lease_until > now() ORDER BY s.shard FOR SHARE OF s",
+		f.Member, shards, fences)
+	if err != nil {
+		return nil, fmt.Errorf("check fences: %w", err)
+	}
+	defer rows.Close()
+	valid := make(map[int]bool, len(shards))
+	for rows.Next() {
+		var sh int
+		if err := rows.Scan(&sh); err != nil {
+			return nil, fmt.Errorf("check fences: %w", err)
+		}
+		valid[sh] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check fences: %w", err)
+	}
+	return valid, nil
+}
+
+// ShardOwners returns the owner of every shard whose lease holds now (the
+// source object's owner field: the owner of the source's shard; a shard
+// missing from the map has none).
+func (s *Store) ShardOwners(ctx context.Context) (map[int]string, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	var rows []shardModel
+	if err := s.db.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: shard owners: %w", err)
+	}
+	out := make(map[int]string, len(rows))
+	for _, r := range rows {
+		out[int(r.Shard)] = *r.Owner
+	}
+	return out, nil
+}
+
+// LoadStatesOf returns the stored states of the sources named (those that
+// have one), in the order of the table: what a member reads of the shards
+// it has just claimed, as their previous owner left them.
+func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]SourceState, error) {
+	if s.dialect != dialectPostgres {
+		return nil, ErrNoCluster
+	}
+	out := make([]SourceState, 0, len(names))
+	keys := make([]int64, len(names))
+	for i, n := range names {
+		keys[i] = skey(n)
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+
+		" WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
+	if err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		st, err := scanState(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: load states: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: load states: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+func allShards() []int {
+	out := make([]int, store.Shards)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func claim(t *testing.T, s *store.Store, member string, lease time.Duration, want, release []int) map[int]store.Claim {
+	t.Helper()
+	cs, err := s.ClaimShards(t.Context(), member, lease, want, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int]store.Claim{}
+	for _, c := range cs {
+		if c.Left <= 0 || c.Left > lease {
+			t.Errorf("%s: claim of shard %d has %v left, want within (0, %v]", member, c.Shard, c.Left, lease)
+		}
+		m[c.Shard] = c
+	}
+	return m
+}
+
+func fenceOf(member string, claims map[int]store.Claim) store.Fence {
+	f := store.Fence{Member: member, Fences: map[int]int64{}, ShardOf: func(name string) int { return store.ShardOf(name, "") }}
+	for sh, c := range claims {
+		f.Fences[sh] = c.Fence
+	}
+	return f
+}
+
+func TestShardOf(t *testing.T) {
+	for _, name := range []string{"a", "b", "api-1", "api-2"} {
+		if sh := store.ShardOf(name, ""); sh < 0 || sh >= store.Shards || sh != store.ShardOf(name, "") {
+			t.Errorf("ShardOf(%q) = %d", name, sh)
+		}
+		// The sources of a group share the group's shard.
+		if store.ShardOf(name, "partner") != store.ShardOf("other", "partner") {
+			t.Errorf("%q and other, both in group partner, are on different shards", name)
+		}
+	}
+	seen := map[int]bool{}
+	for i := range 2000 {
+		seen[store.ShardOf("src-"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), "")] = true
+	}
+	if len(seen) < store.Shards*9/10 {
+		t.Errorf("2,000 names fall on %d shards only", len(seen))
+	}
+}
+
+// TestPostgresClusterClaims: a member claims free shards; another gets none
+// of them while the leases hold, and takes them with a new fence once they
+// expire; a member's commit carries its fences, and one whose shard was
+// taken over writes nothing of that shard.
+func TestPostgresClusterClaims(t *testing.T) {
+	s := openAt(t, newPostgresDSN(t), store.Options{})
+	const lease = 2 * time.Second
+	a := claim(t, s, "a", lease, allShards(), nil)
+	if len(a) != store.Shards {
+		t.Fatalf("a claimed %d shards of a free cluster, want %d", len(a), store.Shards)
+	}
+	if b := claim(t, s, "b", lease, allShards(), nil); len(b) != 0 {
+		t.Fatalf("b claimed %d shards held by a", len(b))
+	}
+	sh := store.ShardOf("x", "")
+	// a renews (want nothing more): it keeps its claims with their fences.
+	if again := claim(t, s, "a", lease, nil, nil); !reflect.DeepEqual(again[sh].Fence, a[sh].Fence) || len(again) != store.Shards {
+		t.Errorf("after a renewal a holds %d shards, fence %d; want %d, fence %d", len(again), again[sh].Fence, store.Shards, a[sh].Fence)
+	}
+	fa := fenceOf("a", a)
+	if rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 1}}, nil, 10); err != nil || len(rej) != 0 {
+		t.Fatalf("a's fenced commit: rejected %v, %v", rej, err)
+	}
+
+	// a stops renewing; after its lease b takes every shard, fences + 1.
+	deadline := time.Now().Add(3 * lease)
+	var b map[int]store.Claim
+	for {
+		if b = claim(t, s, "b", lease, allShards(), nil); len(b) == store.Shards {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b holds %d shards %v after a's lease of %v", len(b), 3*lease, lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b[sh].Fence != a[sh].Fence+1 {
+		t.Errorf("fence after the take-over = %d, want %d", b[sh].Fence, a[sh].Fence+1)
+	}
+	if again := claim(t, s, "a", lease, allShards(), nil); len(again) != 0 {
+		t.Errorf("a holds %d shards after b took them", len(again))
+	}
+	fb := fenceOf("b", b)
+	if rej, err := s.SaveBatchFenced(t.Context(), fb, []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 0 {
+		t.Fatalf("b's fenced commit: rejected %v, %v", rej, err)
+	}
+	// a's late commit (its poll ended after it lost the shard) is refused:
+	// b's state stays, and no record of a's is kept.
+	rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 99}},
+		[]store.PollRecord{record("x", base(), store.OutcomeSuccess)}, 10)
+	if err != nil || !reflect.DeepEqual(rej, []string{"x"}) {
+		t.Errorf("a's stale commit: rejected %v, %v; want [x]", rej, err)
+	}
+	if st := mustGet(t, s, "x"); st.PollsTotal != 2 {
+		t.Errorf("x after a's stale commit: polls %d, want b's 2", st.PollsTotal)
+	}
+	if h, err := s.History(t.Context(), "x", 10); err != nil || len(h) != 0 {
+		t.Errorf("history of x after a's stale commit: %d records, %v; want none", len(h), err)
+	}
+
+	// b releases half of its shards: a claims them at once, no lease wait.
+	half := allShards()[:store.Shards/2]
+	if left := claim(t, s, "b", lease, nil, half); len(left) != store.Shards-len(half) {
+		t.Errorf("b holds %d shards after releasing %d", len(left), len(half))
+	}
+	if got := claim(t, s, "a", lease, half, nil); len(got) != len(half) {
+		t.Errorf("a claimed %d of the %d released shards", len(got), len(half))
+	}
+}
+
+// TestPostgresClusterMembers: heartbeats make members live; a member that
+// stops beating is not live after its lease; one that leaves is gone at
+// once, its shards free.
+func TestPostgresClusterMembers(t *testing.T) {
+	s := openAt(t, newPostgresDSN(t), store.Options{})
+	const lease = time.Second
+	started := time.Now()
+	for _, name := range []string{"m2", "m1"} {
+		if _, err := s.Heartbeat(t.Context(), store.Member{Name: name, StartedAt: started, ConfigFingerprint: "f1", OwnedSources: 3}, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := s.Members(t.Context(), lease)
+	if err != nil || len(live) != 2 || live[0].Name != "m1" || live[1].Name != "m2" || live[0].OwnedSources != 3 || live[0].ConfigFingerprint != "f1" {
+		t.Fatalf("Members = %+v, %v; want m1 and m2", live, err)
+	}
+	if !live[0].StartedAt.Equal(started.UTC().Truncate(time.Microsecond)) || live[0].LastSeenAt.Before(started.Add(-time.Minute)) {
+		t.Errorf("m1 = %+v", live[0])
+	}
+	claim(t, s, "m2", 10*time.Second, []int{1, 2, 3}, nil)
+	if err := s.LeaveCluster(t.Context(), "m2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, s, "m1", 10*time.Second, []int{1, 2, 3}, nil); len(got) != 3 {
+		t.Errorf("m1 claimed %d of the 3 shards m2 left", len(got))
+	}
+	deadline := time.Now().Add(5 * lease)
+	for {
+		live, err = s.Members(t.Context(), lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(live) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members %+v still live %v after their last heartbeat (lease %v)", live, 5*lease, lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSQLiteHasNoCluster(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{})
+	if _, err := s.ClaimShards(t.Context(), "a", time.Second, []int{1}, nil); !errors.Is(err, store.ErrNoCluster) {
+		t.Errorf("ClaimShards on SQLite = %v, want ErrNoCluster", err)
+	}
+	if _, err := s.Heartbeat(t.Context(), store.Member{Name: "a"}, time.Second); !errors.Is(err, store.ErrNoCluster) {
+		t.Errorf("Heartbeat on SQLite = %v, want ErrNoCluster", err)
+	}
+}
+
+func TestPostgresShardOwnersAndStatesOf(t *testing.T) {
+	s := openAt(t, newPostgresDSN(t), store.Options{})
+	claim(t, s, "a", 10*time.Second, []int{1, 2}, nil)
+	claim(t, s, "b", 10*time.Second, []int{2, 3}, nil)
+	if got, err := s.ShardOwners(t.Context()); err != nil || !reflect.DeepEqual(got, map[int]string{1: "a", 2: "a", 3: "b"}) {
+		t.Errorf("ShardOwners = %v, %v", got, err)
+	}
+	save(t, s, []store.SourceState{fullState("x"), fullState("y"), fullState("z")}, nil, 10)
+	got, err := s.LoadStatesOf(t.Context(), []string{"z", "x", "never-saved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range got {
+		names = append(names, st.Name)
+		if st.PollsTotal != fullState("x").PollsTotal {
+			t.Errorf("%s: %s", st.Name, fmtState(st))
+		}
+	}
+	want := []string{"x", "z"}
+	if store.NameHash("z") < store.NameHash("x") {
+		want = []string{"z", "x"}
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("LoadStatesOf = %v, want %v (table order)", names, want)
+	}
+}
+
+// TestPostgresFencedCommitHoldsOffTakeOver: a fenced commit that checked its
+// claim keeps the shard's row locked to its end, so that a member claiming
+// the shard (its lease ran out meanwhile) gets it only after that commit,
+// never in the middle of it. The commit is slowed by a trigger that sleeps.
+func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	sa, sb := openAt(t, dsn, store.Options{}), openAt(t, dsn, store.Options{})
+	const lease = 2 * time.Second
+	sh := store.ShardOf("x", "")
+	a := claim(t, sa, "a", lease, []int{sh}, nil)
+	for _, q := range []string{
+		"CREATE FUNCTION slow_records() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(" +
+			fmt.Sprint((lease + time.Second).Seconds()) + "); RETURN NEW; END $$",
+		"CREATE TRIGGER slow_records BEFORE INSERT ON history_tail FOR EACH ROW WHEN (NEW.source = 'x') EXECUTE FUNCTION slow_records()",
+	} {
+		if err := store.GormDB(sa).Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		rejected []string
+		err      error
+		at       time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		rej, err := sa.SaveBatchFenced(context.Background(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 1}},
+			[]store.PollRecord{record("x", base(), store.OutcomeSuccess)}, 10)
+		done <- result{rej, err, time.Now()}
+	}()
+	// b tries to take the shard until it gets it: not before a's commit.
+	var claimedAt time.Time
+	deadline := time.Now().Add(4 * lease)
+	for claimedAt.IsZero() {
+		if got := claim(t, sb, "b", lease, []int{sh}, nil); len(got) == 1 {
+			claimedAt = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b could not take shard %d within %v", sh, 4*lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := <-done
+	if r.err != nil || len(r.rejected) != 0 {
+		t.Fatalf("a's fenced commit: rejected %v, %v", r.rejected, r.err)
+	}
+	if claimedAt.Before(r.at) {
+		t.Errorf("b claimed the shard at %v, during a's commit (done at %v)", claimedAt.Format(time.StampMicro), r.at.Format(time.StampMicro))
+	}
+	if rej, err := sa.SaveBatchFenced(t.Context(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 1 {
+		t.Errorf("a's commit after the take-over: rejected %v, %v; want [x]", rej, err)
+	}
+}
