@@ -124,7 +124,7 @@ func printStatusTable(w io.Writer, objs []scheduler.Explained, now time.Time) {
 		} else if o.PausedReason != "" {
 			lastErr = "paused: " + o.PausedReason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 60), clip(o.Why, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 80), clip(o.Why, 80))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }
