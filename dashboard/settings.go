@@ -25,12 +25,12 @@ func settings(src *config.Source, redact func(string) string) []setting {
 	out := []setting{
 		{"type", src.Type},
 		{"schedule", redact(src.ScheduleSpec)},
-		{"timeout", dur(src.Timeout)},
+		{"timeout", scheduler.ShortDuration(src.Timeout)},
 		{"backoff", fmt.Sprintf("initial %s, max %s, multiplier %g, jitter %g",
-			dur(src.Backoff.Initial), dur(src.Backoff.Max), src.Backoff.Multiplier, src.Backoff.Jitter)},
+			scheduler.ShortDuration(src.Backoff.Initial), scheduler.ShortDuration(src.Backoff.Max), src.Backoff.Multiplier, src.Backoff.Jitter)},
 	}
 	if src.Breaker.Failures > 0 {
-		out = append(out, setting{"breaker", fmt.Sprintf("opens after %d failures, cooldown %s", src.Breaker.Failures, dur(src.Breaker.Cooldown))})
+		out = append(out, setting{"breaker", fmt.Sprintf("opens after %d failures, cooldown %s", src.Breaker.Failures, scheduler.ShortDuration(src.Breaker.Cooldown))})
 	} else {
 		out = append(out, setting{"breaker", "disabled"})
 	}
@@ -73,18 +73,6 @@ func settings(src *config.Source, redact func(string) string) []setting {
 		}
 	}
 	return out
-}
-
-// dur is d as written in a config: "1m", "1h30m", "250ms" (not "1m0s").
-func dur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // timeView is a time shown relative to now, with the exact time on hover.

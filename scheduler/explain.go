@@ -57,7 +57,7 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 	}
 	switch breakerOf(st, now) {
 	case breaker.Open:
-		return fmt.Sprintf("breaker open until %s (cooldown %s)", clockTime(*st.BreakerUntil, now), shortDuration(src.Breaker.Cooldown))
+		return fmt.Sprintf("breaker open until %s (cooldown %s)", clockTime(*st.BreakerUntil, now), ShortDuration(src.Breaker.Cooldown))
 	case breaker.HalfOpen:
 		return "breaker half-open: the next poll is its probe, " + next
 	}
@@ -126,8 +126,9 @@ func clockTime(t, now time.Time) string {
 	return t.Format(time.TimeOnly)
 }
 
-// shortDuration is d.String() without its zero tails: "1m", "1h30m", "20s".
-func shortDuration(d time.Duration) string {
+// ShortDuration is d.String() without its zero tails, as a config writes
+// it: "1m", "1h30m", "20s", "250ms". The dashboard shows settings with it.
+func ShortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -104,8 +104,8 @@ func TestRelative(t *testing.T) {
 		d    time.Duration
 		want string
 	}{{time.Minute, "1m"}, {20 * time.Second, "20s"}, {90 * time.Minute, "1h30m"}, {time.Hour, "1h"}, {1500 * time.Millisecond, "1.5s"}} {
-		if got := shortDuration(c.d); got != c.want {
-			t.Errorf("shortDuration(%v) = %q, want %q", c.d, got, c.want)
+		if got := ShortDuration(c.d); got != c.want {
+			t.Errorf("ShortDuration(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
 	if s := waitingText(QueueInfo{Busy: true, Queue: QueueGlobal, Ahead: 1}); !strings.Contains(s, "(1 ahead)") {
