@@ -156,7 +156,7 @@ func sweep(leader int, tag string) int {
 			if pid == leader {
 				continue
 			}
-			busy = sweepOne(pid, entry, sid, killed) || busy
+			busy = sweepOne(pid, leader, entry, sid, killed) || busy
 		}
 		if !busy {
 			break
@@ -168,10 +168,10 @@ func sweep(leader int, tag string) int {
 }
 
 // sweepOne handles one child of this process for sweep: it kills it if it
-// is tagged, reaps it if it is a zombie that no poll waits for (a poll's
+// is tagged (or waits for it if it is in the poll's killed process group), reaps it if it is a zombie that no poll waits for (a poll's
 // leader leads its own group in this process's session, unless this sweep
 // killed it), and reports whether it did either.
-func sweepOne(pid int, entry []byte, sid int, killed map[int]bool) bool {
+func sweepOne(pid, leader int, entry []byte, sid int, killed map[int]bool) bool {
 	st := readStat(pid)
 	if !st.hasParsed {
 		return false
@@ -183,6 +183,12 @@ func sweepOne(pid int, entry []byte, sid int, killed map[int]bool) bool {
 		var ws unix.WaitStatus
 		got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		return got == pid
+	}
+	if st.pgid == leader {
+		// A member of the poll's own process group, which was killed
+		// as a whole: it is dying, and its environment may already be
+		// unreadable. Wait for it to become a zombie and reap it.
+		killed[pid] = true
 	}
 	if killed[pid] {
 		// Killed but not yet a zombie: while it exits its environment may
