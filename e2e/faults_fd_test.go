@@ -135,11 +135,16 @@ func TestFaultDescriptorLimit(t *testing.T) {
 			len(failing), failures, all[failing[0]])
 	}
 
-	// Descriptors stay within what the effective cap needs.
-	bound := limit + 16
+	// Descriptors stay within what the effective cap needs: one socket
+	// per poll, plus the daemon's own (the store's files and its two
+	// locks, the admin listener, the runtime's), 16 in round 1 and 18
+	// since the store is also locked through its database file (issue 10
+	// item 3: a second descriptor on pacer.db, and one more at times).
+	const own = 18
+	bound := limit + own
 	if peak >= bound {
-		t.Errorf("peak open descriptors %d (at %s, %s after ready) reached effective cap %d + 16 = %d; descriptors then: %s",
-			peak, peakAt.Format("15:04:05.000"), peakAt.Sub(readyAt).Round(time.Millisecond), limit, bound, peakKinds)
+		t.Errorf("peak open descriptors %d (at %s, %s after ready) reached effective cap %d + %d = %d; descriptors then: %s",
+			peak, peakAt.Format("15:04:05.000"), peakAt.Sub(readyAt).Round(time.Millisecond), limit, own, bound, peakKinds)
 	}
 	if peakUp > limit {
 		t.Errorf("the upstream saw %d requests in flight at once; the effective cap is %d", peakUp, limit)
