@@ -121,6 +121,10 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]S
 		}
 		if dup[names[i]] && first[names[i]] != i {
 			l.addf(sourcePath(i, "").key("name"), "duplicate name %q (also used by sources[%d])", names[i], first[names[i]])
+		} else if other, taken := l.claimName(names[i], i); taken {
+			// In another file (source_files.go): both places are named.
+			prefix = sourcePath(i, "")
+			l.addf(prefix.key("name"), "duplicate name %q (also used by %s)", names[i], other)
 		}
 		if s, ok := l.source(it, prefix, b, groups); ok {
 			out = append(out, s)
