@@ -18,7 +18,7 @@ const MaxSourceFiles = 10000
 // was first seen (across the config file and every source file).
 type sourceFiles struct {
 	abs   []string // matched files, sorted, absolute
-	rel   []string // the same, relative to the config file's directory
+	rel   []string // the same, relative to the config's directory when inside it
 	notes []string // remarks that are not problems (Config.Notes)
 	cur   int      // 1 + the index of the source file being read, or 0
 	// seen maps a source name to where it was first seen; nil unless
@@ -111,7 +111,8 @@ func (l *loader) sourceFilePatterns(n *yaml.Node) {
 	l.srcFiles.rel = make([]string, len(files))
 	for i, f := range files {
 		l.srcFiles.rel[i] = f
-		if r, err := filepath.Rel(l.dir, f); err == nil {
+		// Named relative to the config's directory when inside it.
+		if r, err := filepath.Rel(l.dir, f); err == nil && filepath.IsLocal(r) {
 			l.srcFiles.rel[i] = r
 		}
 	}

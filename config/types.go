@@ -28,7 +28,8 @@ type Config struct {
 	Limits  map[string]Limit
 	Sources []Source
 	// SourceFiles lists the files that source_files matched, in the order
-	// they were read (sorted), relative to the config file's directory.
+	// they were read (sorted), relative to the config file's directory
+	// (absolute when outside it).
 	SourceFiles []string
 	// Notes are remarks on a valid config that are not problems, such as
 	// a source_files pattern that matches no file; the daemon and
