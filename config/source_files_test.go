@@ -176,3 +176,26 @@ func loadProblems(t *testing.T, path string, env map[string]string, opts Options
 	}
 	return ps
 }
+
+// TestSplitBenchConfig: the benchmark's two configs hold the same sources,
+// with the same fingerprints (a source moved to a file is unchanged).
+func TestSplitBenchConfig(t *testing.T) {
+	one, split := splitBenchConfig(t, t.TempDir(), 1000, 10)
+	env := envMap(map[string]string{"TOKEN": "t0k3n-s3cr3t"})
+	c1, err := Load(one, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Load(split, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c1.Sources) != 1000 || len(c2.Sources) != 1000 || len(c2.SourceFiles) != 10 {
+		t.Fatalf("%d and %d sources, %d files", len(c1.Sources), len(c2.Sources), len(c2.SourceFiles))
+	}
+	for i := range c1.Sources {
+		if a, b := c1.Sources[i], c2.Sources[i]; a.Name != b.Name || a.Fingerprint != b.Fingerprint || a.Fingerprint == "" {
+			t.Fatalf("source %d: %s %q vs %s %q", i, a.Name, a.Fingerprint, b.Name, b.Fingerprint)
+		}
+	}
+}
