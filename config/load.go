@@ -363,7 +363,11 @@ func readYAMLFile(abs, what string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	// Sized from Stat (plus room to see it grew): no doubling from 512
+	// bytes up to a 7 MiB file, nor for each of 1,000 source files.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxConfigSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", what, unwrapPath(err))
 	}
