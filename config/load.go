@@ -191,6 +191,7 @@ func yamlProblem(file string, err error) *Problem {
 // pendingProblem is formatted at the end, once every secret is known, so
 // that string arguments can be redacted before they are quoted.
 type pendingProblem struct {
+	file   int // 1 + the index of the source file it is in, or 0 (finish orders by it)
 	path   string
 	format string
 	args   []any
@@ -234,7 +235,7 @@ func (l *loader) addf(p path, format string, args ...any) {
 	if l.quiet {
 		return
 	}
-	l.probs = append(l.probs, pendingProblem{path: l.where(p), format: format, args: args})
+	l.probs = append(l.probs, pendingProblem{file: l.srcFiles.cur, path: l.where(p), format: format, args: args})
 }
 
 // secret records s as a secret.
@@ -308,6 +309,7 @@ func (l *loader) finish() Problems {
 	}
 	seen := map[Problem]bool{}
 	var out Problems
+	l.byFile()
 	for _, p := range l.probs {
 		if l.lenient[p.path] {
 			continue // a value with a placeholder (Options.ForStore)

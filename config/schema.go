@@ -51,7 +51,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 	l.store(cfg)
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
-	cfg.Sources, cfg.byName = l.sources(sections.sources, base, groups)
+	cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
 	l.readSourceFiles(cfg, base, groups)
 	return cfg
 }
