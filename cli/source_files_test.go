@@ -18,7 +18,8 @@ import (
 // log or the API; a SIGHUP after a file is added starts its source; a
 // SIGHUP after a file is broken is rejected with the problem naming the
 // file, and every source keeps running; validate reports the problems of
-// every file; status works without the credentials.
+// every file; status works without the credentials; a pattern that
+// matches nothing is a warning in the log.
 func TestSourceFilesReloadAndCredentials(t *testing.T) {
 	const secret = "file-secret-4242"
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +38,7 @@ func TestSourceFilesReloadAndCredentials(t *testing.T) {
   - {name: web, type: http, url: "%s/x?k=${file:web.key}", headers: {X-Key: "${file:web.key}"}, schedule: "@every 1s"}
   - {name: a, type: exec, command: ["true"], schedule: "@every 1h"}
 `, upstream.URL))
-	d := startDaemon(t, fmt.Sprintf("source_files: [%q]\n", filepath.Join(files, "*.yaml")), "CREDENTIALS_DIRECTORY="+creds)
+	d := startDaemon(t, fmt.Sprintf("source_files: [%q, \"none.d/*.yaml\"]\n", filepath.Join(files, "*.yaml")), "CREDENTIALS_DIRECTORY="+creds)
 	path := d.cmd.Args[len(d.cmd.Args)-1]
 	sources := func() string { return d.get(t, "/api/sources") }
 	d.waitFor(t, 20*time.Second, func() error {
@@ -48,6 +49,9 @@ func TestSourceFilesReloadAndCredentials(t *testing.T) {
 	})
 	if body := sources(); strings.Contains(body, secret) || !strings.Contains(body, "k=***") {
 		t.Errorf("API shows the secret or no mask: %s", body)
+	}
+	if !strings.Contains(d.log(), "level=WARN") || !strings.Contains(d.log(), "matches no file") {
+		t.Errorf("no warning of the pattern that matches nothing:\n%s", d.log())
 	}
 
 	// A file added: its source starts on SIGHUP.
@@ -98,5 +102,21 @@ func TestSourceFilesReloadAndCredentials(t *testing.T) {
 	code, stdout, stderr = runCLI(map[string]string{"PATH": os.Getenv("PATH")}, "status", "-config", path)
 	if code != exitOK || !strings.Contains(stdout, "web") || strings.Contains(stdout+stderr, secret) {
 		t.Errorf("status without CREDENTIALS_DIRECTORY: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestValidateWarnsOfUnmatchedSourceFiles: a source_files pattern that
+// matches no file is no error, but validate warns of it.
+func TestValidateWarnsOfUnmatchedSourceFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	cfg := "source_files: [\"teams/*.yaml\"]\nsources:\n  - {name: a, type: exec, command: [\"true\"]}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(map[string]string{"PATH": os.Getenv("PATH")}, "validate", "-config", path)
+	if code != exitOK || !strings.Contains(stdout, "ok (1 sources") ||
+		stderr != "warning: source_files[0]: pattern \"teams/*.yaml\" matches no file\n" {
+		t.Errorf("validate: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
 }
