@@ -84,8 +84,9 @@ type Options struct {
 	// ForStore loads the config for a command that only reads or steers the
 	// store (status, history, reset, pause, resume, trigger): these need the
 	// store, the sources' names, types and schedules, not what only the
-	// polls use. A ${VAR} that is not set, in any other value, is then no
-	// problem: it expands to "" (a placeholder no poll uses), a problem
+	// polls use. A ${VAR} that is not set, or a ${file:PATH} that cannot be
+	// read, in any other value, is then no problem: it expands to ""
+	// (a placeholder no poll uses), a problem
 	// with that value is dropped, and the Fingerprint of every source such
 	// a value reaches (its own, or one in defaults) is "", which the
 	// scheduler takes for "unknown", so nothing written from it makes a

@@ -36,7 +36,7 @@ type Config struct {
 	// validate may log them as warnings.
 	Notes []string
 	// Secrets lists every value that must never be shown: values that came
-	// from ${VAR} expansion, every header value, the password in the user
+	// from ${VAR} or ${file:PATH} expansion, every header value, the password in the user
 	// info of a source's URL or of a PostgreSQL store URL and the admin
 	// token (Load reads admin.token_file).
 	Secrets []string
