@@ -192,6 +192,9 @@ func cmdValidate(args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range cfg.Notes { // e.g. a source_files pattern that matches no file
+		fmt.Fprintf(env.Stderr, "warning: %s\n", escapeControls(n))
+	}
 	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", escapeControls(cfg.Path), len(cfg.Sources), len(cfg.Limits))
 	return nil
 }

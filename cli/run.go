@@ -47,6 +47,7 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	lock, states := pre.take(cfg.Store)
 	log := newLogger(cfg.Log, env)
+	logNotes(log, cfg)
 	redact := cfg.Redactor()
 	// From here on an error may quote an expanded ${VAR} value (the store
 	// path, the listen address): rule 3.12 masks it, with the secrets of
@@ -202,10 +203,19 @@ func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur
 		f.cfg = cur
 		return cur
 	}
+	logNotes(log, cfg)
 	for _, key := range restartOnlyChanges(cur, cfg) {
 		log.Warn("configuration key changed; it takes effect at the next restart", "key", key)
 	}
 	return cfg
+}
+
+// logNotes logs the remarks on a loaded config that are not problems (a
+// source_files pattern that matches no file) as warnings.
+func logNotes(log *slog.Logger, cfg *config.Config) {
+	for _, n := range cfg.Notes {
+		log.Warn("config", "note", n)
+	}
 }
 
 // restartOnlyChanges lists the keys changed between old and cur that a

@@ -29,6 +29,10 @@ func TestServiceUnit(t *testing.T) {
 		// The install steps in the header.
 		"#   useradd --system --user-group", " pacer\n",
 		"#   install -m 0640 -o root -g pacer config.yaml /etc/pacer/config.yaml\n",
+		// Issue 11: the admin token and a source secret as credentials.
+		"\n#LoadCredential=admin-token:/etc/pacer/credentials/admin-token\n",
+		"\n#LoadCredential=partner.key:/etc/pacer/credentials/partner.key\n",
+		`token_file: "${CREDENTIALS_DIRECTORY}/admin-token"`, `"${file:partner.key}"`,
 	} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q", want)
@@ -45,6 +49,13 @@ func TestServiceUnit(t *testing.T) {
 	out, err := exec.Command(analyze, "verify", "--root="+root, "pacer.service").CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify (unit as written, in %s): %v\n%s", root, err, out)
+	}
+	// The commented LoadCredential= lines are valid once enabled.
+	enabled := strings.ReplaceAll(unit, "\n#LoadCredential=", "\nLoadCredential=")
+	root = unitRoot(t, []byte(enabled))
+	out, err = exec.Command(analyze, "verify", "--root="+root, "pacer.service").CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Fatalf("systemd-analyze verify (LoadCredential= enabled, in %s): %v\n%s", root, err, out)
 	}
 }
 

@@ -215,3 +215,82 @@ func oldFingerprint(s *Source) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// benchSourceFiles is the number of files BenchmarkLoadSourceFiles spreads
+// benchSources over.
+const benchSourceFiles = 1000
+
+// splitBenchConfig writes benchConfig(n) to dir twice: as one file
+// (one.yaml) and as a config with the same top level whose sources are
+// spread over files consecutive sources at a time (files.yaml and
+// sources.d/NNNN.yaml). It returns both configs' paths.
+func splitBenchConfig(tb testing.TB, dir string, n, files int) (one, split string) {
+	tb.Helper()
+	data := string(benchConfig(n))
+	head, list, ok := strings.Cut(data, "sources:\n")
+	if !ok {
+		tb.Fatal("benchConfig has no sources list")
+	}
+	items := strings.SplitAfter(list, "\n  - name: ")
+	// items[0] is "  - name: X...\n  - name: ", each next one "Y...\n  - name: ".
+	srcs := make([]string, 0, n)
+	for i, it := range items {
+		it = strings.TrimSuffix(it, "  - name: ")
+		if i == 0 {
+			it = strings.TrimPrefix(it, "  - name: ")
+		}
+		srcs = append(srcs, "  - name: "+it)
+	}
+	if len(srcs) != n {
+		tb.Fatalf("split %d sources, want %d", len(srcs), n)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		return p
+	}
+	per := (n + files - 1) / files
+	for f := 0; f*per < n; f++ {
+		write(fmt.Sprintf("sources.d/%04d.yaml", f), "sources:\n"+strings.Join(srcs[f*per:min(n, (f+1)*per)], ""))
+	}
+	return write("one.yaml", data), write("files.yaml", head+"source_files: [\"sources.d/*.yaml\"]\n")
+}
+
+// BenchmarkLoadSourceFiles: Load of 100,000 sources spread over 1,000
+// source files against the same sources in one file, alternating in each
+// iteration. "files/one" is their ratio. A SIGHUP reload is this Load and
+// scheduler.Reload, which is the same for both.
+//
+//	go test ./config -run '^$' -bench 'BenchmarkLoadSourceFiles' -count 3
+func BenchmarkLoadSourceFiles(b *testing.B) {
+	one, split := splitBenchConfig(b, b.TempDir(), benchSources, benchSourceFiles)
+	env := envMap(map[string]string{"TOKEN": "t0k3n-s3cr3t"})
+	var oneT, filesT time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		c1, err := Load(one, env)
+		t1 := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c2, err := Load(split, env)
+		t2 := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(c1.Sources) != benchSources || len(c2.Sources) != benchSources || len(c2.SourceFiles) != benchSourceFiles {
+			b.Fatalf("got %d and %d sources (%d files)", len(c1.Sources), len(c2.Sources), len(c2.SourceFiles))
+		}
+		oneT += t1.Sub(t0)
+		filesT += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(oneT)/1e6/float64(b.N), "ms/one-file")
+	b.ReportMetric(float64(filesT)/1e6/float64(b.N), "ms/1000-files")
+	b.ReportMetric(float64(filesT)/float64(oneT), "files/one")
+}

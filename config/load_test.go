@@ -49,8 +49,14 @@ func TestLoadFullFixture(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Limits, wantLimits) {
 		t.Errorf("Limits = %+v", cfg.Limits)
 	}
-	if len(cfg.Sources) != 5 {
-		t.Fatalf("got %d sources", len(cfg.Sources))
+	if len(cfg.Sources) != 7 || !slices.Equal(cfg.SourceFiles, []string{filepath.Join("sources.d", "team-a.yaml")}) {
+		t.Fatalf("got %d sources from %q", len(cfg.Sources), cfg.SourceFiles)
+	}
+	if ta := mustSource(t, cfg, "team-a-api"); ta.Headers["X-Key"] != "partner-key-0123456789" || !slices.Contains(cfg.Secrets, "partner-key-0123456789") {
+		t.Errorf("team-a-api (sources.d/team-a.yaml): headers %q", ta.Headers)
+	}
+	if tj := mustSource(t, cfg, "team-a-job"); tj.ScheduleSpec != "@hourly" || tj.Timeout != 5*time.Second {
+		t.Errorf("team-a-job (sources.d/team-a.yaml) does not inherit defaults: %+v", tj)
 	}
 	sp := mustSource(t, cfg, "status-page")
 	if sp.Method != "GET" || sp.MaxBody != 1<<20 || !slices.Equal(sp.ExpectStatus, []int{200, 204}) || sp.Limit != "partner-api" {

@@ -85,9 +85,12 @@ func (p path) String() string {
 }
 
 // strict reports whether p is a key that the commands on the store use
-// (see Options.ForStore): store, a source's name, type or schedule, and
-// defaults.schedule.
+// (see Options.ForStore): store, source_files, a source's name, type or
+// schedule, and defaults.schedule.
 func (p path) strict() bool {
+	if p.src == 0 && p.n == 1 && p.elems[0] == "source_files" {
+		return true // which files hold sources (source_files[i] too)
+	}
 	if p.idx != 0 {
 		return false
 	}

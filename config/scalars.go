@@ -9,8 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// expand replaces ${VAR} by its value from env and $$ by $. Substituted
-// non-empty values are recorded as secrets.
+// expand replaces ${VAR} by its value from env, ${file:PATH} by a file's
+// contents (see expandFile) and $$ by $. Substituted non-empty values are
+// recorded as secrets.
 func (l *loader) expand(s string, p path) (string, bool) {
 	if !strings.Contains(s, "$") {
 		return s, true
@@ -37,6 +38,17 @@ func (l *loader) expand(s string, p path) (string, bool) {
 			}
 			name := s[i+2 : i+2+end]
 			i += end + 3
+			if file, isFile := strings.CutPrefix(name, "file:"); isFile {
+				v, good := l.expandFile(file, p)
+				if !good {
+					ok = false
+				} else if v != "" {
+					l.secret(v)
+					spans = addSpan(spans, b.Len(), b.Len()+len(v))
+					b.WriteString(v)
+				}
+				continue
+			}
 			if !isVarName(name) {
 				l.addf(p, "invalid environment variable name %q in ${...} (write $$ for a literal $)", name)
 				ok = false
@@ -75,7 +87,7 @@ func (l *loader) placeholder(p path) bool {
 	if l.lenient == nil {
 		l.lenient = map[string]bool{}
 	}
-	l.lenient[p.String()] = true
+	l.lenient[l.where(p)] = true
 	return true
 }
 

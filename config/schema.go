@@ -51,7 +51,8 @@ func (l *loader) config(root *yaml.Node) *Config {
 	l.store(cfg)
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
-	cfg.Sources, cfg.byName = l.sources(sections.sources, base, groups)
+	cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+	l.readSourceFiles(cfg, base, groups)
 	return cfg
 }
 
@@ -64,6 +65,8 @@ type topSections struct {
 // topKey reads one top-level key into cfg, or keeps its node in sections.
 func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 	switch p.key {
+	case "source_files":
+		l.sourceFilePatterns(p.val)
 	case "store":
 		if v, ok := l.scalar(p.val, at("store"), "a string"); ok {
 			if strings.TrimSpace(v) == "" {

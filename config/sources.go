@@ -86,7 +86,9 @@ func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
 
 // sources returns the sources and an index of them by name (valid only when
 // no problem is reported, which is the only case where Load returns it).
-func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]Source, map[string]int) {
+// With dst (a source file's sources, see readSourceFiles) they are appended
+// to dst and no index is built.
+func (l *loader) sources(dst []Source, n *yaml.Node, b inherited, groups map[string]bool) ([]Source, map[string]int) {
 	items, _ := l.items(n, at("sources"))
 	names := make([]string, len(items))
 	first := make(map[string]int, len(items)) // name -> index of its first source
@@ -113,7 +115,10 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]S
 			dup[names[i]] = true
 		}
 	}
-	out := make([]Source, 0, len(items))
+	out := dst
+	if out == nil {
+		out = make([]Source, 0, len(items))
+	}
 	for i, it := range items {
 		prefix := sourcePath(i, "")
 		if !dup[names[i]] && validName(names[i]) && !secretName[i] {
@@ -121,10 +126,17 @@ func (l *loader) sources(n *yaml.Node, b inherited, groups map[string]bool) ([]S
 		}
 		if dup[names[i]] && first[names[i]] != i {
 			l.addf(sourcePath(i, "").key("name"), "duplicate name %q (also used by sources[%d])", names[i], first[names[i]])
+		} else if other, taken := l.claimName(names[i], i); taken {
+			// In another file (source_files.go): both places are named.
+			prefix = sourcePath(i, "")
+			l.addf(prefix.key("name"), "duplicate name %q (also used by %s)", names[i], other)
 		}
 		if s, ok := l.source(it, prefix, b, groups); ok {
 			out = append(out, s)
 		}
+	}
+	if dst != nil {
+		return out, nil
 	}
 	if len(out) != len(items) || len(first) != len(out) {
 		// Not every source made it: Load fails, but keep the index right.

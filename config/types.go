@@ -27,8 +27,16 @@ type Config struct {
 	// Limits maps a group name to its limits.
 	Limits  map[string]Limit
 	Sources []Source
+	// SourceFiles lists the files that source_files matched, in the order
+	// they were read (sorted), relative to the config file's directory
+	// (absolute when outside it).
+	SourceFiles []string
+	// Notes are remarks on a valid config that are not problems, such as
+	// a source_files pattern that matches no file; the daemon and
+	// validate may log them as warnings.
+	Notes []string
 	// Secrets lists every value that must never be shown: values that came
-	// from ${VAR} expansion, every header value, the password in the user
+	// from ${VAR} or ${file:PATH} expansion, every header value, the password in the user
 	// info of a source's URL or of a PostgreSQL store URL and the admin
 	// token (Load reads admin.token_file).
 	Secrets []string
