@@ -53,12 +53,23 @@ func cmdRun(args []string, env Env) (err error) {
 	// the config in force (f.cfg, which a reload replaces).
 	defer f.redact(&err)
 
-	if lock == nil {
+	clustered := cfg.Cluster.Set
+	if clustered && lock != nil {
+		// A member of a cluster shares the store (rule 8): the preload's
+		// daemon lock is given back.
+		if err := lock.Release(); err != nil {
+			return err
+		}
+		lock = nil
+	}
+	if lock == nil && !clustered {
 		if lock, err = store.AcquireLock(cfg.Store); err != nil {
 			return err
 		}
 	}
-	defer lock.Release()
+	if lock != nil {
+		defer lock.Release()
+	}
 	st, err := store.Open(cfg.Store, store.Options{Logger: log, Lock: lock, NewStore: *newStore || envTrue(env, "PACER_NEW_STORE")})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", redact.Redact(cfg.Store), err)
@@ -81,9 +92,25 @@ func cmdRun(args []string, env Env) (err error) {
 	if fdLimit > 0 {
 		conc = min(conc, fdLimit)
 	}
-	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit})
+	var sched *scheduler.Scheduler
+	var mb *member
+	var own scheduler.Ownership
+	if clustered {
+		if mb, err = newMember(cfg, st, log, &sched); err != nil {
+			return err
+		}
+		own = mb.m
+	}
+	sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own})
 	if err != nil {
 		return err
+	}
+	var clusterView admin.ClusterView
+	if mb != nil {
+		if err := mb.register(reg, sched); err != nil {
+			return fmt.Errorf("cluster metrics: %w", err)
+		}
+		clusterView = mb
 	}
 
 	var srv *http.Server
@@ -102,7 +129,7 @@ func cmdRun(args []string, env Env) (err error) {
 		// admin port's share of the descriptor headroom (rule 7.3).
 		lim := admin.LimitListener(ln, adminConns)
 		ln = lim
-		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash}), lim)
+		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash, Cluster: clusterView}), lim)
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -116,6 +143,10 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	if err != nil {
 		return err
+	}
+	if mb != nil {
+		mb.start()
+		log.Info("cluster member started", "member", mb.m.Name(), "lease", cfg.Cluster.Lease, "cluster_concurrency", cfg.Cluster.Concurrency)
 	}
 	if srv != nil {
 		go func() {
@@ -150,6 +181,9 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	adminDone := stopAdmin(srv, min(2*time.Second, cfg.ShutdownTimeout))
 	err = sched.Shutdown(cfg.ShutdownTimeout)
+	if mb != nil {
+		mb.leave() // the polls have ended and their states are committed
+	}
 	<-adminDone
 	if err != nil {
 		return err
