@@ -79,6 +79,7 @@ func (s *Scheduler) ExplainSources(names []string) []Explained {
 			SourceObject: View(e.src, &e.st, now, s.redact.Redact),
 			Why:          Explain(e.src, &e.st, now, qs[e], s.redact.Redact),
 		}
+		out[i].Owner = s.owner(e)
 	}
 	return out
 }
