@@ -105,27 +105,27 @@ func firstAfter(u *upstream, path string, t time.Time) time.Time {
 }
 
 // Rules 8.1 and 8.2: 300 sources on @every 1s, 30 of them in a group
-// capped at 2, on three members with cluster.concurrency 15: no source is
+// capped at 2, on three members with cluster.concurrency 30: no source is
 // polled twice in a tick, every source is polled every tick once the
-// members have shared the shards, at most 15 polls are in flight across
+// members have shared the shards, at most 30 polls are in flight across
 // the cluster and at most 2 of the group's. GET /api/cluster lists the
 // three members.
 func TestClusterOnePollPerTick(t *testing.T) {
 	dsn, _ := pgStore(t)
 	u := newUpstream(t)
 	var b strings.Builder
-	b.WriteString("concurrency: 10\nlimits:\n  g: {concurrency: 2}\ndefaults:\n  schedule: \"@every 1s\"\n  timeout: 5s\nsources:\n")
+	b.WriteString("concurrency: 15\nlimits:\n  g: {concurrency: 2}\ndefaults:\n  schedule: \"@every 1s\"\n  timeout: 5s\nsources:\n")
 	var paths []string
 	for i := range 300 {
 		path, group := fmt.Sprintf("/s/%d", i), ""
 		if i < 30 {
 			path, group = fmt.Sprintf("/g/%d", i), ", limit: g"
 		}
-		u.Set(path, behavior{Hold: 20 * time.Millisecond})
+		u.Set(path, behavior{Hold: 10 * time.Millisecond})
 		paths = append(paths, path)
 		fmt.Fprintf(&b, "  - {name: s%d, type: http, url: \"%s\"%s}\n", i, u.URL(path), group)
 	}
-	ms := startCluster(t, dsn, 3, 15, b.String())
+	ms := startCluster(t, dsn, 3, 30, b.String())
 	names := make([]string, 300)
 	for i := range names {
 		names[i] = fmt.Sprintf("s%d", i)
@@ -135,12 +135,22 @@ func TestClusterOnePollPerTick(t *testing.T) {
 	until := from.Add(12 * time.Second)
 	sleepUntil(until)
 
-	// No tick polled twice: consecutive polls of a source at least half a
-	// tick apart, over the whole run (the start and the sharing included).
+	// No tick polled twice. Over the whole run (start and sharing
+	// included), a source has at most one poll per tick of its phase: a
+	// tick missed while its shard moved is polled late, and the next one
+	// on time, so only the count says whether a tick was polled twice.
+	// Once shared, consecutive polls are at least half a tick apart.
 	for _, p := range paths {
 		ts := u.Times(p)
+		if len(ts) < 2 {
+			continue
+		}
+		ticks := int((ts[len(ts)-1].Sub(ts[0]) + 500*time.Millisecond) / time.Second)
+		if len(ts) > ticks+1 {
+			t.Errorf("%s polled %d times over %d ticks (%s to %s)", p, len(ts), ticks+1, ts[0].Format("15:04:05.000"), ts[len(ts)-1].Format("15:04:05.000"))
+		}
 		for i := 1; i < len(ts); i++ {
-			if gap := ts[i].Sub(ts[i-1]); gap < 500*time.Millisecond {
+			if gap := ts[i].Sub(ts[i-1]); !ts[i-1].Before(from) && gap < 500*time.Millisecond {
 				t.Errorf("%s polled twice within %v (at %s and %s)", p, gap, ts[i-1].Format("15:04:05.000"), ts[i].Format("15:04:05.000"))
 				break
 			}
@@ -166,13 +176,13 @@ func TestClusterOnePollPerTick(t *testing.T) {
 			}
 		}
 	}
-	if peak := u.Peak(); peak > 15 {
-		t.Errorf("peak polls in flight across the cluster: %d, want <= cluster.concurrency 15", peak)
+	if peak := u.Peak(); peak > 30 {
+		t.Errorf("peak polls in flight across the cluster: %d, want <= cluster.concurrency 30", peak)
 	}
 	if peak := u.PeakTag("g"); peak > 2 {
 		t.Errorf("peak polls of group g in flight: %d, want <= its cap 2", peak)
 	}
-	t.Logf("peak in flight %d (cap 15), group g %d (cap 2)", u.Peak(), u.PeakTag("g"))
+	t.Logf("peak in flight %d (cap 30), group g %d (cap 2)", u.Peak(), u.PeakTag("g"))
 
 	var cl struct {
 		Members []struct {

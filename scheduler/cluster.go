@@ -153,13 +153,17 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 	s.indexShards()
 	var gained []int
 	var names []string
-	lost := false
+	lost, lostN := false, 0
 	for sh := range may {
 		switch {
 		case s.active[sh] && !may[sh]:
 			s.loseShard(sh)
 			lost = true
-		case !s.active[sh] && may[sh]:
+			lostN++
+		case !s.active[sh] && may[sh] && s.drainedLocked(sh):
+			// Only once what this member wrote of the shard is committed
+			// (or refused): the store then has the latest state, its own
+			// or that of an owner in between.
 			gained = append(gained, sh)
 			for _, e := range s.byShard[sh] {
 				names = append(names, e.name)
@@ -170,6 +174,9 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 		s.resizeWorkers(s.limitOf(s.cfg))
 	}
 	s.mu.Unlock()
+	if lostN > 0 {
+		s.log.Info("cluster: shards given up", "shards", lostN, "polled_shards", s.activeCount())
+	}
 	if len(gained) == 0 {
 		return
 	}
@@ -198,12 +205,19 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 	}
 	now := s.clock.Now()
 	s.indexShards()
+	n := 0
+	defer func() {
+		if n > 0 {
+			s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
+		}
+	}()
 	for _, sh := range gained {
-		if s.active[sh] || !s.own.MayStart(sh) {
+		if s.active[sh] || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
 			continue
 		}
 		s.active[sh] = true
 		s.activeN++
+		n++
 		for _, e := range s.byShard[sh] {
 			if st, ok := stored[e.name]; ok && !e.busy {
 				s.adopt(e, st, now)
@@ -255,6 +269,11 @@ func (s *Scheduler) rejected(names []string) {
 func (s *Scheduler) Drained(shard int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.drainedLocked(shard)
+}
+
+// drainedLocked is Drained with mu held.
+func (s *Scheduler) drainedLocked(shard int) bool {
 	s.indexShards()
 	for _, e := range s.byShard[shard] {
 		if e.busy || !s.flush.clean(e.sl) {
@@ -394,4 +413,11 @@ func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 		}
 	}
 	return out
+}
+
+// activeCount is the number of shards polled.
+func (s *Scheduler) activeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeN
 }
