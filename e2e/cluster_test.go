@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -332,4 +336,134 @@ func failoverTime(t *testing.T, u *upstream, own map[string]string, gone string,
 		t.Errorf("the sources of %s were polled again %v after it went, want <= %v", gone, worst, bound)
 	}
 	return worst
+}
+
+// pgProxy forwards TCP connections to the test server's unix socket; cut
+// closes every connection and refuses new ones until restore (a member
+// cut off from its database).
+type pgProxy struct {
+	ln     net.Listener
+	socket string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+// newPGProxy starts a proxy to the server of PACER_TEST_POSTGRES and
+// returns it with dsn rewritten to go through it.
+func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	dir := q.Get("host")
+	if dir == "" {
+		t.Fatalf("the test server's URL has no unix socket (host=): %s", dsn)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{ln: ln, socket: filepath.Join(dir, ".s.PGSQL."+port), conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { _ = ln.Close(); p.setCut(true) })
+	go p.serve()
+	q.Del("host")
+	u.RawQuery = q.Encode()
+	u.Host = ln.Addr().String()
+	return p, u.String()
+}
+
+func (p *pgProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		up, err := net.Dial("unix", p.socket)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(up, c); _ = up.Close(); _ = c.Close() }()
+		go func() { _, _ = io.Copy(c, up); _ = up.Close(); _ = c.Close() }()
+	}
+}
+
+// setCut cuts (true) or restores (false) the way to the database.
+func (p *pgProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		clear(p.conns)
+	}
+}
+
+// Rule 8.7 and 8.3: a member cut off from PostgreSQL starts no poll once
+// its lease minus the margin has passed, answers 503 on /readyz with the
+// reason, and resumes by itself when the database is back.
+func TestClusterDatabaseCut(t *testing.T) {
+	dsn, _ := pgStore(t)
+	proxy, via := newPGProxy(t, dsn)
+	u := newUpstream(t)
+	var b strings.Builder
+	b.WriteString("concurrency: 4\ndefaults:\n  schedule: \"@every 1s\"\nsources:\n")
+	var paths []string
+	for i := range 10 {
+		paths = append(paths, fmt.Sprintf("/s/%d", i))
+		fmt.Fprintf(&b, "  - {name: s%d, type: http, url: \"%s\"}\n", i, u.URL(paths[i]))
+	}
+	ms := startCluster(t, via, 1, 0, b.String())
+	u.waitArrivals(t, paths[0], 2, 5*time.Second)
+	cut := time.Now()
+	proxy.setCut(true)
+	// The claims were renewed at most lease/3 before the cut: no poll
+	// starts later than the lease minus its quarter after the cut.
+	stopBy := cut.Add(clusterLease - clusterLease/4)
+	eventually(t, 2*clusterLease, "/readyz 503 naming the claims", func() error {
+		code, body := ms[0].d.do(http.MethodGet, "/readyz", "", "")
+		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "claim") {
+			return errf("%d %s", code, body)
+		}
+		return nil
+	})
+	sleepUntil(stopBy.Add(3 * time.Second))
+	for _, p := range paths {
+		for _, at := range u.Times(p) {
+			if at.After(stopBy) {
+				t.Errorf("%s polled at %s, %v after the database was cut (lease %v)", p, at.Format("15:04:05.000"), at.Sub(cut), clusterLease)
+				break
+			}
+		}
+	}
+	back := time.Now()
+	proxy.setCut(false)
+	eventually(t, 3*clusterLease, "polls again once the database is back", func() error {
+		for _, p := range paths {
+			if firstAfter(u, p, back).IsZero() {
+				return errf("%s not polled since", p)
+			}
+		}
+		return nil
+	})
+	ms[0].d.waitReady(2 * clusterLease)
+	t.Logf("cut off: polls stopped within %v; back: all polled again within %v", clusterLease-clusterLease/4, time.Since(back).Round(time.Millisecond))
 }
