@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,5 +228,54 @@ func TestCutOffMemberStopsFirst(t *testing.T) {
 	}
 	if !stoppedAt.Before(claimedAt) {
 		t.Errorf("the cut-off member stopped at %v, not before the take-over at %v", stoppedAt, claimedAt)
+	}
+}
+
+// TestShardGivenBackOnceDrained: when a member joins, the shards it gains
+// stop being startable on their holder at once (MayStart false), and are
+// given back only once the holder reports them drained; the newcomer
+// claims them then. Ready reports a member with no shard.
+func TestShardGivenBackOnceDrained(t *testing.T) {
+	dsn := newDSN(t)
+	const lease = 2 * time.Second
+	var mu sync.Mutex
+	drained := false
+	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: lease, Drained: func(int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return drained
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newMember(t, openStore(t, dsn), "b", lease)
+	if err := a.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.Shards()); n != store.Shards || a.Ready() != nil {
+		t.Fatalf("a alone: %d shards, ready %v", n, a.Ready())
+	}
+	for range 2 {
+		for _, m := range []*cluster.Member{b, a} {
+			if err := m.Round(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	names := []string{"a", "b"}
+	for sh := range store.Shards {
+		if cluster.Assign(names, sh) == "b" && (a.MayStart(sh) || b.MayStart(sh)) {
+			t.Fatalf("shard %d of b before a drained it: a may start %v, b %v", sh, a.MayStart(sh), b.MayStart(sh))
+		}
+	}
+	if err := b.Ready(); err == nil {
+		t.Error("b holds no shard yet but is ready")
+	}
+	mu.Lock()
+	drained = true
+	mu.Unlock()
+	settle(t, 10*time.Second, names, a, b)
+	if err := b.Ready(); err != nil {
+		t.Errorf("b with its share: %v", err)
 	}
 }

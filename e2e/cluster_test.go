@@ -212,6 +212,10 @@ func TestClusterOnePollPerTick(t *testing.T) {
 	if strings.Join(got, ",") != "m1,m2,m3" || total != 300 {
 		t.Errorf("GET /api/cluster: members %v owning %d sources, want m1,m2,m3 owning 300: %+v", got, total, cl)
 	}
+	_, metrics := ms[0].d.do(http.MethodGet, "/metrics", "", "")
+	if !strings.Contains(string(metrics), "\npacer_cluster_members 3\n") || !strings.Contains(string(metrics), "\npacer_owned_sources ") {
+		t.Errorf("metrics of m1 lack pacer_cluster_members 3 or pacer_owned_sources")
+	}
 	st := ms[2].in.mustCLI("status")
 	if !strings.Contains(strings.SplitN(st.stdout, "\n", 2)[0], "OWNER") {
 		t.Errorf("pacer status on a cluster has no OWNER column:\n%s", st.stdout)
