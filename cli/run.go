@@ -171,6 +171,9 @@ func cmdRun(args []string, env Env) (err error) {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			cfg = reload(f, env, log, sched, cfg)
+			if mb != nil {
+				mb.m.SetFingerprint(sourcesFingerprint(cfg))
+			}
 			sdNotify("READY=1\nSTATUS=" + status())
 			continue
 		}

@@ -127,12 +127,15 @@ func (m *Member) Round(ctx context.Context) error {
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
 	}
+	m.mu.Lock()
+	fp := m.opt.Fingerprint
+	m.mu.Unlock()
 	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
-		ConfigFingerprint: m.opt.Fingerprint, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
+		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	m.warnFingerprints(members)
+	m.warnFingerprints(members, fp)
 	live := make([]string, 0, len(members))
 	for _, mb := range members {
 		live = append(live, mb.Name)
@@ -184,21 +187,21 @@ const fingerprintWarnEvery = time.Minute
 
 // warnFingerprints logs, at most once every fingerprintWarnEvery, the
 // live members whose sources config differs from this member's.
-func (m *Member) warnFingerprints(members []store.Member) {
+func (m *Member) warnFingerprints(members []store.Member, fp string) {
 	now := m.opt.Now()
 	m.mu.Lock()
 	due := m.warnedAt.IsZero() || now.Sub(m.warnedAt) >= fingerprintWarnEvery
 	m.mu.Unlock()
-	if !due || m.opt.Fingerprint == "" {
+	if !due || fp == "" {
 		return
 	}
 	warned := false
 	for _, mb := range members {
-		if mb.Name == m.opt.Name || mb.ConfigFingerprint == "" || mb.ConfigFingerprint == m.opt.Fingerprint {
+		if mb.Name == m.opt.Name || mb.ConfigFingerprint == "" || mb.ConfigFingerprint == fp {
 			continue
 		}
 		m.opt.Logger.Warn("cluster: another member runs a different sources config; each source is polled with its owner's",
-			"member", m.opt.Name, "other", mb.Name, "fingerprint", m.opt.Fingerprint, "other_fingerprint", mb.ConfigFingerprint)
+			"member", m.opt.Name, "other", mb.Name, "fingerprint", fp, "other_fingerprint", mb.ConfigFingerprint)
 		warned = true
 	}
 	if warned {
@@ -289,6 +292,14 @@ func (m *Member) Live() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.live)
+}
+
+// SetFingerprint changes the sources config fingerprint the member shows
+// (after a reload).
+func (m *Member) SetFingerprint(fp string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opt.Fingerprint = fp
 }
 
 // Name is the member's name.

@@ -1,12 +1,15 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"log/slog"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,4 +281,73 @@ func TestShardGivenBackOnceDrained(t *testing.T) {
 	if err := b.Ready(); err != nil {
 		t.Errorf("b with its share: %v", err)
 	}
+}
+
+// TestConfigMismatchWarned: a member whose sources config differs from
+// another live member's logs a warning naming both, at most once a minute.
+func TestConfigMismatchWarned(t *testing.T) {
+	dsn := newDSN(t)
+	var buf syncBuf
+	var mu sync.Mutex
+	offset := time.Duration(0)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Now().Add(offset)
+	}
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: 2 * time.Second, Fingerprint: "fa", Logger: log, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "b", Lease: 2 * time.Second, Fingerprint: "fb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		for _, m := range []*cluster.Member{b, a} {
+			if err := m.Round(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	warnings := func() int { return strings.Count(buf.String(), "different sources config") }
+	round()
+	round()
+	if n := warnings(); n != 1 || !strings.Contains(buf.String(), "member=a other=b") {
+		t.Fatalf("after two rounds: %d warnings, want 1 naming a and b:\n%s", n, buf.String())
+	}
+	mu.Lock()
+	offset = time.Minute
+	mu.Unlock()
+	round()
+	if n := warnings(); n != 2 {
+		t.Fatalf("a minute later: %d warnings, want 2", n)
+	}
+	b.SetFingerprint("fa")
+	mu.Lock()
+	offset = 3 * time.Minute
+	mu.Unlock()
+	round()
+	if n := warnings(); n != 2 {
+		t.Fatalf("once the configs agree: %d warnings, want still 2", n)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent use.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -274,6 +274,13 @@ func TestClusterFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("reset on %s of a source of %s applied within %v", other.name, own["flaky"], time.Since(began).Round(time.Millisecond))
+	// The member that does not own flaky shows it as its owner committed it.
+	eventually(t, 2*time.Second, "flaky out of error on "+other.name, func() error {
+		if o := other.d.source("flaky"); o.State == "error" {
+			return errf("flaky on %s: %s", other.name, o)
+		}
+		return nil
+	})
 
 	// kill -9 of brk's owner, once its breaker is open.
 	victim := byName[own["brk"]]

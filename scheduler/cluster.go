@@ -421,3 +421,43 @@ func (s *Scheduler) activeCount() int {
 	defer s.mu.Unlock()
 	return s.activeN
 }
+
+// remoteStates reads from the store the states of the sources of names
+// (nil: all) that this member does not poll, so that its API shows them
+// as their owners committed them; nil on a single daemon, or when the
+// store does not answer (the member's own copy is shown then).
+func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
+	if s.own == nil {
+		return nil
+	}
+	var dormant []string
+	s.mu.Lock()
+	if names == nil {
+		for name, e := range s.entries {
+			if s.dormant(e) {
+				dormant = append(dormant, name)
+			}
+		}
+	} else {
+		for _, name := range names {
+			if e := s.entries[name]; e != nil && s.dormant(e) {
+				dormant = append(dormant, name)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(dormant) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	states, err := s.cst.LoadStatesOf(ctx, dormant)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]store.SourceState, len(states))
+	for _, st := range states {
+		out[st.Name] = st
+	}
+	return out
+}
