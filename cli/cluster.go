@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -169,4 +170,29 @@ func (o shardOwners) print(w io.Writer, objs []scheduler.Explained, now time.Tim
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", obj.Name, clip(owner, 40), obj.State, obj.ConsecutiveFailures, next, clip(lastErr, 80))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
+}
+
+// memberLockTries bound how long a starting member waits for the shared
+// lock while another member's start holds the exclusive one for a moment
+// (its preload); a daemon without a cluster section keeps it for good.
+const (
+	memberLockTries = 10
+	memberLockPause = 300 * time.Millisecond
+)
+
+// memberLock takes the store's shared lock (store.AcquireMemberLock).
+func memberLock(dsn string) (*store.Lock, error) {
+	var err error
+	for range memberLockTries {
+		var lock *store.Lock
+		if lock, err = store.AcquireMemberLock(dsn); err == nil {
+			return lock, nil
+		}
+		var locked *store.LockedError
+		if !errors.As(err, &locked) {
+			return nil, err
+		}
+		time.Sleep(memberLockPause)
+	}
+	return nil, fmt.Errorf("a daemon that is not a member of the cluster runs on this store: %w", err)
 }

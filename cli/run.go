@@ -54,13 +54,17 @@ func cmdRun(args []string, env Env) (err error) {
 	defer f.redact(&err)
 
 	clustered := cfg.Cluster.Set
-	if clustered && lock != nil {
+	if clustered {
 		// A member of a cluster shares the store (rule 8): the preload's
-		// daemon lock is given back.
-		if err := lock.Release(); err != nil {
+		// exclusive lock is given back for the shared one.
+		if lock != nil {
+			if err := lock.Release(); err != nil {
+				return err
+			}
+		}
+		if lock, err = memberLock(cfg.Store); err != nil {
 			return err
 		}
-		lock = nil
 	}
 	if lock == nil && !clustered {
 		if lock, err = store.AcquireLock(cfg.Store); err != nil {

@@ -248,6 +248,19 @@ func TestClusterFailover(t *testing.T) {
 	}
 	own := settled(t, ms[0], names, "m1", "m2", "m3")
 
+	// A daemon without the cluster section on the cluster's store is
+	// refused (it would poll every source beside the members).
+	solo := filepath.Join(ms[0].in.dir, "solo.yaml")
+	writeFile(t, solo, "store: \""+dsn+"\"\nadmin: {listen: \""+freeAddr(t)+"\"}\nsources:\n"+
+		"  - {name: s0, type: http, url: \""+u.URL("/solo")+"\", schedule: \"@every 1s\"}\n")
+	sd := ms[0].in.launch(solo, true)
+	if code, exited := sd.wait(10 * time.Second); !exited || code != 1 {
+		t.Errorf("a daemon without a cluster section on a cluster's store: exited %v, code %d, want 1:\n%s", exited, code, sd.logs())
+	}
+	if n := u.Count("/solo"); n != 0 {
+		t.Errorf("the refused daemon polled %d times", n)
+	}
+
 	// A reset from a member that does not own flaky.
 	eventually(t, 10*time.Second, "flaky in error", func() error {
 		if o := byName[own["flaky"]].d.source("flaky"); o.State != "error" {
