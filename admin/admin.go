@@ -54,12 +54,15 @@ type Options struct {
 	// Dashboard, if set, serves the status page for people at "/", under
 	// "/sources/" and "/dash/" (package dashboard), behind the same guard.
 	Dashboard http.Handler
+	// Cluster, on a member of a cluster, lists its members for
+	// GET /api/cluster (nil: the daemon is alone, and the list is empty).
+	Cluster ClusterView
 }
 
 // NewHandler returns the API's handler. Every request passes guard first
 // (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
-	a := &api{c: c, token: opts.Token, log: opts.Logger}
+	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -67,6 +70,7 @@ func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler 
 	mux.Handle("/healthz", only(http.MethodGet, http.HandlerFunc(a.healthz)))
 	mux.Handle("/readyz", only(http.MethodGet, http.HandlerFunc(a.readyz)))
 	mux.Handle("/metrics", only(http.MethodGet, promhttp.HandlerFor(g, promhttp.HandlerOpts{})))
+	mux.Handle("/api/cluster", only(http.MethodGet, http.HandlerFunc(a.cluster)))
 	mux.Handle("/api/sources", only(http.MethodGet, http.HandlerFunc(a.list)))
 	mux.Handle("/api/sources/{name}", only(http.MethodGet, http.HandlerFunc(a.get)))
 	mux.Handle("/api/sources/{name}/history", only(http.MethodGet, http.HandlerFunc(a.history)))
@@ -86,9 +90,10 @@ func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler 
 }
 
 type api struct {
-	c     Controller
-	token string
-	log   *slog.Logger
+	c           Controller
+	token       string
+	log         *slog.Logger
+	clusterView ClusterView
 }
 
 // only answers 405 (in JSON) to any method but m (and HEAD for GET).

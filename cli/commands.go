@@ -75,6 +75,10 @@ func cmdStatus(args []string, env Env) (err error) {
 	for _, s := range states {
 		byName[s.Name] = s
 	}
+	owners, err := clusterOwners(cfg)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	redact := cfg.Redactor().Redact
 	// The daemon's queues are not in the store: Explain gets no QueueInfo.
@@ -83,15 +87,17 @@ func cmdStatus(args []string, env Env) (err error) {
 		if !ok {
 			s = store.SourceState{Name: src.Name}
 		}
-		return scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
+		o := scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
 			Why: scheduler.Explain(src, &s, now, scheduler.QueueInfo{}, redact)}
+		o.Owner = owners.of(src)
+		return o
 	}
 	if only != nil {
 		o := view(only)
 		if *asJSON {
 			return printJSON(env.Stdout, o)
 		}
-		printStatusTable(env.Stdout, []scheduler.Explained{o}, now)
+		owners.print(env.Stdout, []scheduler.Explained{o}, now)
 		return nil
 	}
 	objs := make([]scheduler.Explained, 0, len(cfg.Sources))
@@ -101,7 +107,7 @@ func cmdStatus(args []string, env Env) (err error) {
 	if *asJSON {
 		return printJSON(env.Stdout, objs)
 	}
-	printStatusTable(env.Stdout, objs, now)
+	owners.print(env.Stdout, objs, now)
 	return nil
 }
 

@@ -54,12 +54,27 @@ func cmdRun(args []string, env Env) (err error) {
 	// the config in force (f.cfg, which a reload replaces).
 	defer f.redact(&err)
 
-	if lock == nil {
+	clustered := cfg.Cluster.Set
+	if clustered {
+		// A member of a cluster shares the store (rule 8): the preload's
+		// exclusive lock is given back for the shared one.
+		if lock != nil {
+			if err := lock.Release(); err != nil {
+				return err
+			}
+		}
+		if lock, err = memberLock(cfg.Store); err != nil {
+			return err
+		}
+	}
+	if lock == nil && !clustered {
 		if lock, err = store.AcquireLock(cfg.Store); err != nil {
 			return err
 		}
 	}
-	defer lock.Release()
+	if lock != nil {
+		defer lock.Release()
+	}
 	st, err := store.Open(cfg.Store, store.Options{Logger: log, Lock: lock, NewStore: *newStore || envTrue(env, "PACER_NEW_STORE")})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", redact.Redact(cfg.Store), err)
@@ -82,9 +97,25 @@ func cmdRun(args []string, env Env) (err error) {
 	if fdLimit > 0 {
 		conc = min(conc, fdLimit)
 	}
-	sched, err := scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit})
+	var sched *scheduler.Scheduler
+	var mb *member
+	var own scheduler.Ownership
+	if clustered {
+		if mb, err = newMember(cfg, st, log, &sched); err != nil {
+			return err
+		}
+		own = mb.m
+	}
+	sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own})
 	if err != nil {
 		return err
+	}
+	var clusterView admin.ClusterView
+	if mb != nil {
+		if err := mb.register(reg, sched); err != nil {
+			return fmt.Errorf("cluster metrics: %w", err)
+		}
+		clusterView = mb
 	}
 
 	var srv *http.Server
@@ -103,7 +134,7 @@ func cmdRun(args []string, env Env) (err error) {
 		// admin port's share of the descriptor headroom (rule 7.3).
 		lim := admin.LimitListener(ln, adminConns)
 		ln = lim
-		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash}), lim)
+		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash, Cluster: clusterView}), lim)
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -117,6 +148,10 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	if err != nil {
 		return err
+	}
+	if mb != nil {
+		mb.start()
+		log.Info("cluster member started", "member", mb.m.Name(), "lease", cfg.Cluster.Lease, "cluster_concurrency", cfg.Cluster.Concurrency)
 	}
 	if srv != nil {
 		go func() {
@@ -141,6 +176,9 @@ func cmdRun(args []string, env Env) (err error) {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			cfg = reload(f, env, log, sched, cfg)
+			if mb != nil {
+				mb.m.SetFingerprint(sourcesFingerprint(cfg))
+			}
 			sdNotify("READY=1\nSTATUS=" + status())
 			continue
 		}
@@ -151,6 +189,9 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	adminDone := stopAdmin(srv, min(2*time.Second, cfg.ShutdownTimeout))
 	err = sched.Shutdown(cfg.ShutdownTimeout)
+	if mb != nil {
+		mb.leave() // the polls have ended and their states are committed
+	}
 	<-adminDone
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -60,6 +61,7 @@ type Options struct {
 type held struct {
 	fence    int64
 	deadline time.Time
+	leaving  bool // another member's share: no new poll, given back once drained
 }
 
 // Member is one member of the cluster. It is safe for concurrent use: the
@@ -69,9 +71,11 @@ type Member struct {
 	opt       Options
 	startedAt time.Time
 
-	mu     sync.Mutex
-	claims map[int]held
-	live   []string
+	mu       sync.Mutex
+	claims   map[int]held
+	live     []string
+	lastErr  error     // the last round's error, nil when it succeeded
+	warnedAt time.Time // the last warning about another member's config
 }
 
 // New returns a member; Run makes it take part.
@@ -113,16 +117,25 @@ func Assign(live []string, shard int) string {
 // is another's and drained, renew, claim the free shards of its share). On
 // an error the claims it holds stay with their deadlines, which then run
 // out.
+//
+// A shard that belongs to another member is marked leaving first (MayStart
+// turns false), and Drained is asked after that, outside the member's lock:
+// a scheduler that checks MayStart and marks a poll in flight under one
+// lock of its own then never starts a poll of a shard being given back.
 func (m *Member) Round(ctx context.Context) error {
 	var owned, inflight int
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
 	}
+	m.mu.Lock()
+	fp := m.opt.Fingerprint
+	m.mu.Unlock()
 	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
-		ConfigFingerprint: m.opt.Fingerprint, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
+		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	m.warnFingerprints(members, fp)
 	live := make([]string, 0, len(members))
 	for _, mb := range members {
 		live = append(live, mb.Name)
@@ -130,19 +143,28 @@ func (m *Member) Round(ctx context.Context) error {
 	if !slices.Contains(live, m.opt.Name) {
 		live = append(live, m.opt.Name)
 	}
-	var want, release []int
+	var want, leaving []int
 	m.mu.Lock()
 	for sh := range store.Shards {
-		_, have := m.claims[sh]
-		switch mine := Assign(live, sh) == m.opt.Name; {
-		case mine:
+		h, have := m.claims[sh]
+		if Assign(live, sh) == m.opt.Name {
 			want = append(want, sh)
-		case have && (m.opt.Drained == nil || m.opt.Drained(sh)):
-			release = append(release, sh)
+			continue
+		}
+		if have {
+			h.leaving = true
+			m.claims[sh] = h
+			leaving = append(leaving, sh)
 		}
 	}
 	m.live = live
 	m.mu.Unlock()
+	var release []int
+	for _, sh := range leaving {
+		if m.opt.Drained == nil || m.opt.Drained(sh) {
+			release = append(release, sh)
+		}
+	}
 	start := m.opt.Now()
 	claims, err := m.st.ClaimShards(ctx, m.opt.Name, m.opt.Lease, want, release)
 	if err != nil {
@@ -150,12 +172,43 @@ func (m *Member) Round(ctx context.Context) error {
 	}
 	next := make(map[int]held, len(claims))
 	for _, c := range claims {
-		next[c.Shard] = held{fence: c.Fence, deadline: start.Add(c.Left - m.margin())}
+		_, mine := slices.BinarySearch(want, c.Shard)
+		next[c.Shard] = held{fence: c.Fence, deadline: start.Add(c.Left - m.margin()), leaving: !mine}
 	}
 	m.mu.Lock()
 	m.claims = next
 	m.mu.Unlock()
 	return nil
+}
+
+// fingerprintWarnEvery bounds the warnings about members whose sources
+// config differs from this member's (rule 8.6).
+const fingerprintWarnEvery = time.Minute
+
+// warnFingerprints logs, at most once every fingerprintWarnEvery, the
+// live members whose sources config differs from this member's.
+func (m *Member) warnFingerprints(members []store.Member, fp string) {
+	now := m.opt.Now()
+	m.mu.Lock()
+	due := m.warnedAt.IsZero() || now.Sub(m.warnedAt) >= fingerprintWarnEvery
+	m.mu.Unlock()
+	if !due || fp == "" {
+		return
+	}
+	warned := false
+	for _, mb := range members {
+		if mb.Name == m.opt.Name || mb.ConfigFingerprint == "" || mb.ConfigFingerprint == fp {
+			continue
+		}
+		m.opt.Logger.Warn("cluster: another member runs a different sources config; each source is polled with its owner's",
+			"member", m.opt.Name, "other", mb.Name, "fingerprint", fp, "other_fingerprint", mb.ConfigFingerprint)
+		warned = true
+	}
+	if warned {
+		m.mu.Lock()
+		m.warnedAt = now
+		m.mu.Unlock()
+	}
 }
 
 // roundEvery is the longest time between two rounds: shards that another
@@ -174,6 +227,11 @@ func (m *Member) Run(ctx context.Context) {
 	failing := false
 	for {
 		err := m.Round(ctx)
+		if ctx.Err() == nil {
+			m.mu.Lock()
+			m.lastErr = err
+			m.mu.Unlock()
+		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			m.opt.Logger.Warn("cluster: cannot renew the claims; polls of their shards stop before the leases end", "err", err)
@@ -209,8 +267,43 @@ func (m *Member) MayStart(shard int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.claims[shard]
-	return ok && m.opt.Now().Before(h.deadline)
+	return ok && !h.leaving && m.opt.Now().Before(h.deadline)
 }
+
+// Ready returns nil when the member's last round succeeded and it may
+// start polls of some shard, else the reason (GET /readyz answers 503).
+func (m *Member) Ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lastErr != nil {
+		return fmt.Errorf("cannot renew the cluster claims: %w", m.lastErr)
+	}
+	now := m.opt.Now()
+	for _, h := range m.claims {
+		if !h.leaving && now.Before(h.deadline) {
+			return nil
+		}
+	}
+	return errors.New("cluster: this member holds no shard yet")
+}
+
+// Live returns the number of live members seen at the last round.
+func (m *Member) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// SetFingerprint changes the sources config fingerprint the member shows
+// (after a reload).
+func (m *Member) SetFingerprint(fp string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opt.Fingerprint = fp
+}
+
+// Name is the member's name.
+func (m *Member) Name() string { return m.opt.Name }
 
 // Shards returns the shards the member may start polls of now, in order.
 func (m *Member) Shards() []int {
@@ -219,7 +312,7 @@ func (m *Member) Shards() []int {
 	now := m.opt.Now()
 	out := make([]int, 0, len(m.claims))
 	for sh, h := range m.claims {
-		if now.Before(h.deadline) {
+		if !h.leaving && now.Before(h.deadline) {
 			out = append(out, sh)
 		}
 	}

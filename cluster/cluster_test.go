@@ -1,12 +1,16 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"log/slog"
 	"net/url"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,4 +232,122 @@ func TestCutOffMemberStopsFirst(t *testing.T) {
 	if !stoppedAt.Before(claimedAt) {
 		t.Errorf("the cut-off member stopped at %v, not before the take-over at %v", stoppedAt, claimedAt)
 	}
+}
+
+// TestShardGivenBackOnceDrained: when a member joins, the shards it gains
+// stop being startable on their holder at once (MayStart false), and are
+// given back only once the holder reports them drained; the newcomer
+// claims them then. Ready reports a member with no shard.
+func TestShardGivenBackOnceDrained(t *testing.T) {
+	dsn := newDSN(t)
+	const lease = 2 * time.Second
+	var mu sync.Mutex
+	drained := false
+	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: lease, Drained: func(int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return drained
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newMember(t, openStore(t, dsn), "b", lease)
+	if err := a.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.Shards()); n != store.Shards || a.Ready() != nil {
+		t.Fatalf("a alone: %d shards, ready %v", n, a.Ready())
+	}
+	for range 2 {
+		for _, m := range []*cluster.Member{b, a} {
+			if err := m.Round(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	names := []string{"a", "b"}
+	for sh := range store.Shards {
+		if cluster.Assign(names, sh) == "b" && (a.MayStart(sh) || b.MayStart(sh)) {
+			t.Fatalf("shard %d of b before a drained it: a may start %v, b %v", sh, a.MayStart(sh), b.MayStart(sh))
+		}
+	}
+	if err := b.Ready(); err == nil {
+		t.Error("b holds no shard yet but is ready")
+	}
+	mu.Lock()
+	drained = true
+	mu.Unlock()
+	settle(t, 10*time.Second, names, a, b)
+	if err := b.Ready(); err != nil {
+		t.Errorf("b with its share: %v", err)
+	}
+}
+
+// TestConfigMismatchWarned: a member whose sources config differs from
+// another live member's logs a warning naming both, at most once a minute.
+func TestConfigMismatchWarned(t *testing.T) {
+	dsn := newDSN(t)
+	var buf syncBuf
+	var mu sync.Mutex
+	offset := time.Duration(0)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Now().Add(offset)
+	}
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: 2 * time.Second, Fingerprint: "fa", Logger: log, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "b", Lease: 2 * time.Second, Fingerprint: "fb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		for _, m := range []*cluster.Member{b, a} {
+			if err := m.Round(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	warnings := func() int { return strings.Count(buf.String(), "different sources config") }
+	round()
+	round()
+	if n := warnings(); n != 1 || !strings.Contains(buf.String(), "member=a other=b") {
+		t.Fatalf("after two rounds: %d warnings, want 1 naming a and b:\n%s", n, buf.String())
+	}
+	mu.Lock()
+	offset = time.Minute
+	mu.Unlock()
+	round()
+	if n := warnings(); n != 2 {
+		t.Fatalf("a minute later: %d warnings, want 2", n)
+	}
+	b.SetFingerprint("fa")
+	mu.Lock()
+	offset = 3 * time.Minute
+	mu.Unlock()
+	round()
+	if n := warnings(); n != 2 {
+		t.Fatalf("once the configs agree: %d warnings, want still 2", n)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent use.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

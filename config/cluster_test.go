@@ -71,3 +71,19 @@ func TestClusterSection(t *testing.T) {
 		t.Errorf("MemberName = %q", n)
 	}
 }
+
+// TestClusterLoaded checks that Load reads the cluster section and refuses
+// it on a SQLite store (the three hook lines).
+func TestClusterLoaded(t *testing.T) {
+	const srcs = "sources:\n  - {name: a, type: http, url: \"http://127.0.0.1:1/\", schedule: \"@every 1s\"}\n"
+	cfg := mustLoad(t, "store: postgres://pacer@db/pacer\ncluster: {name: m1, lease: 2s, concurrency: 7}\n"+srcs, nil)
+	if want := (Cluster{Set: true, Name: "m1", Lease: 2 * time.Second, Concurrency: 7}); cfg.Cluster != want {
+		t.Fatalf("cluster = %+v, want %+v", cfg.Cluster, want)
+	}
+	if cfg := mustLoad(t, srcs, nil); cfg.Cluster.Set || cfg.Cluster.Lease != DefaultClusterLease {
+		t.Fatalf("no section: cluster = %+v", cfg.Cluster)
+	}
+	if ps := mustFail(t, "cluster: {name: m1}\n"+srcs, nil); !hasPrefix(ps, "cluster: needs a PostgreSQL store") {
+		t.Fatalf("sqlite: problems = %v", ps)
+	}
+}

@@ -38,6 +38,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		Log:             Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		History:         History{Keep: DefaultHistoryKeep},
 		Limits:          map[string]Limit{},
+		Cluster:         DefaultCluster(),
 	}
 	if root != nil && !isNull(root) && deref(root).Kind != yaml.MappingNode {
 		l.addf(at(l.file), "expected a mapping at the top level, got %s", describe(root))
@@ -49,6 +50,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		l.topKey(cfg, &sections, p)
 	}
 	l.store(cfg)
+	l.checkCluster(cfg.Store, cfg.Cluster)
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
 	cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
@@ -83,6 +85,8 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 		if v, ok := l.positiveDuration(p.val, at("shutdown_timeout")); ok {
 			cfg.ShutdownTimeout = v
 		}
+	case "cluster":
+		l.cluster(p.val, &cfg.Cluster)
 	case "admin":
 		l.admin(p.val, &cfg.Admin)
 	case "log":

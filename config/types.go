@@ -24,6 +24,8 @@ type Config struct {
 	Admin           Admin
 	Log             Log
 	History         History
+	// Cluster is the cluster section (contract section 8).
+	Cluster Cluster
 	// Limits maps a group name to its limits.
 	Limits  map[string]Limit
 	Sources []Source

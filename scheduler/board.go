@@ -54,6 +54,7 @@ func (s *Scheduler) Rows() []Row {
 // in the order given, or every source in configuration order when names is
 // nil, each with the explanation of its wait.
 func (s *Scheduler) ExplainSources(names []string) []Explained {
+	remote := s.remoteStates(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -75,10 +76,15 @@ func (s *Scheduler) ExplainSources(names []string) []Explained {
 	qs := s.queueInfo(es)
 	out := make([]Explained, len(es))
 	for i, e := range es {
-		out[i] = Explained{
-			SourceObject: View(e.src, &e.st, now, s.redact.Redact),
-			Why:          Explain(e.src, &e.st, now, qs[e], s.redact.Redact),
+		st := &e.st
+		if r, ok := remote[e.name]; ok && s.dormant(e) {
+			st = &r // another member's source: as its owner committed it
 		}
+		out[i] = Explained{
+			SourceObject: View(e.src, st, now, s.redact.Redact),
+			Why:          Explain(e.src, st, now, qs[e], s.redact.Redact),
+		}
+		out[i].Owner = s.owner(e)
 	}
 	return out
 }

@@ -20,7 +20,9 @@ func (s *Scheduler) Sources() []SourceObject {
 	out := make([]SourceObject, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
 		if e := s.entries[s.cfg.Sources[i].Name]; e != nil {
-			out = append(out, View(e.src, &e.st, now, s.redact.Redact))
+			o := View(e.src, &e.st, now, s.redact.Redact)
+			o.Owner = s.owner(e)
+			out = append(out, o)
 		}
 	}
 	return out
@@ -34,7 +36,9 @@ func (s *Scheduler) Source(name string) (SourceObject, error) {
 	if err != nil {
 		return SourceObject{}, err
 	}
-	return View(e.src, &e.st, s.clock.Now(), s.redact.Redact), nil
+	o := View(e.src, &e.st, s.clock.Now(), s.redact.Redact)
+	o.Owner = s.owner(e)
+	return o, nil
 }
 
 // entry returns the live entry of name. mu held.
@@ -74,6 +78,15 @@ const commitWait = 2 * time.Second
 // paused source or one in error, and once shutdown has begun. A source
 // already polling is left alone.
 func (s *Scheduler) Trigger(name string) error {
+	if s.isRemote(name) {
+		_, err := s.remote(ActionTrigger, name, "")
+		return err
+	}
+	return s.trigger(name)
+}
+
+// trigger is Trigger on this member.
+func (s *Scheduler) trigger(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.entry(name)
@@ -99,6 +112,9 @@ func (s *Scheduler) Trigger(name string) error {
 // persists it and reschedules the source. It returns once the change is
 // committed (or after commitWait), so that the store shows it.
 func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
+	if s.isRemote(name) {
+		return s.remote(action, name, reason)
+	}
 	o, seq, err := s.mutateAsync(name, action, reason)
 	if err != nil {
 		return SourceObject{}, err
@@ -202,6 +218,11 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 	case stopped:
 		return fmt.Errorf("shutting down")
 	}
+	if s.own != nil {
+		if err := s.own.Ready(); err != nil {
+			return err
+		}
+	}
 	// Store errors name the store already ("store: ...").
 	if err := s.flush.err(); err != nil {
 		return err
@@ -233,8 +254,8 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if s.limitOf(cfg) < cfg.Concurrency {
-		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.limitOf(cfg))
+	if s.descLimit(cfg) < cfg.Concurrency {
+		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
 	}
 	s.resizeWorkers(s.limitOf(cfg))
 	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
@@ -304,6 +325,11 @@ func (s *Scheduler) reloadSources(srcs []config.Source, stored map[string]store.
 		if e.src.Fingerprint == src.Fingerprint {
 			e.src = src
 			e.group = s.groups[src.Limit]
+			if sh := store.ShardOf(src.Name, src.Limit); sh != e.shard {
+				s.due.remove(e)
+				e.shard, s.shardDirty = sh, true
+				s.reschedule(e, now)
+			}
 			continue
 		}
 		if err := s.configure(e, src, e.st, now); err != nil {
@@ -343,6 +369,9 @@ func (s *Scheduler) commands(ctx context.Context) {
 				s.m.storeErrors.Inc()
 			}
 			continue
+		}
+		if s.own != nil {
+			cmds = s.ownedCommands(cmds)
 		}
 		s.applyCommands(ctx, s.claimCommands(ctx, cmds))
 	}
@@ -425,7 +454,7 @@ func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
 		_, seq, err := s.mutateAsync(name, action, reason)
 		return seq, err
 	case ActionTrigger:
-		return 0, s.Trigger(name)
+		return 0, s.trigger(name)
 	}
 	return 0, fmt.Errorf("unknown action %q", action)
 }

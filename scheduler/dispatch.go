@@ -34,6 +34,13 @@ func (s *Scheduler) loop(ctx context.Context) {
 				s.due.schedule(e, now.Add(commitRecheck))
 				continue
 			}
+			if s.own != nil && !s.own.MayStart(e.shard) {
+				// Its claim is ending: the shard goes dormant now rather
+				// than at the next look at the member's shards.
+				s.loseShard(e.shard)
+				s.due.remove(e)
+				continue
+			}
 			s.due.remove(e)
 			s.dispatch(e, now, false)
 		}

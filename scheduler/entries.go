@@ -57,6 +57,8 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	}
 	e.timing = newTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]
+	e.shard = store.ShardOf(src.Name, src.Limit)
+	s.shardDirty = true
 	e.gen++
 	e.st = st
 	e.st.Name = src.Name
@@ -85,7 +87,7 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 // reschedule puts an idle, schedulable entry in the heap at its next run
 // time (now if that is past, or if it has none yet: its first tick).
 func (s *Scheduler) reschedule(e *entry, now time.Time) {
-	if e.busy || e.removed || e.st.Paused || e.st.ErrorReason != "" {
+	if e.busy || e.removed || e.st.Paused || e.st.ErrorReason != "" || s.dormant(e) {
 		s.due.remove(e)
 		return
 	}
@@ -112,6 +114,7 @@ func (s *Scheduler) dropEntry(e *entry) {
 	if s.entries[e.name] == e {
 		delete(s.entries, e.name)
 		s.flush.release(e.sl)
+		s.shardDirty = true
 	}
 }
 

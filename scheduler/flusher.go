@@ -39,6 +39,11 @@ type flusher struct {
 	m      *metrics
 	keep   func() int
 	onSave func(names []string) // called after a commit, outside mu
+	// saveFenced, on a member of a cluster, commits instead of
+	// st.SaveBatch; the sources it left out go to onRejected (outside mu):
+	// their shards are another member's now, and their writes are dropped.
+	saveFenced func(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error)
+	onRejected func(names []string)
 
 	mu    sync.Mutex
 	slots map[string]*slot
@@ -142,6 +147,13 @@ func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord) 
 	default:
 	}
 	return seq
+}
+
+// clean reports whether nothing of sl waits for a commit or is in one.
+func (f *flusher) clean(sl *slot) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sl.pend < 0 && !sl.inFlight
 }
 
 // err reports the last commit's error (nil when it succeeded).
@@ -258,9 +270,17 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		return false, nil
 	}
 	began := f.clock.Now()
-	err = f.st.SaveBatch(ctx, states, records, f.keep())
+	var rejected []string
+	if f.saveFenced != nil {
+		rejected, err = f.saveFenced(ctx, states, records, f.keep())
+	} else {
+		err = f.st.SaveBatch(ctx, states, records, f.keep())
+	}
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 	f.settle(taken, len(states), len(records), err)
+	if len(rejected) > 0 && f.onRejected != nil {
+		f.onRejected(rejected)
+	}
 	if err == nil && f.onSave != nil {
 		names := make([]string, len(taken))
 		for i := range taken {

@@ -51,11 +51,27 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	s.transport = newTransport(s.limitOf(cfg))
 	s.client = sources.NewClient(s.transport, []string{cfg.Admin.Listen})
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
+	if err := s.setupCluster(opts.Ownership); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// limitOf is the effective global cap for cfg.
+// limitOf is the effective global cap for cfg: concurrency within the
+// descriptor limit, and on a member of a cluster with cluster.concurrency
+// set, at most its share of that by the shards it polls (rounded down, so
+// that the members' caps add up to no more than cluster.concurrency; at
+// least 1). mu held once started.
 func (s *Scheduler) limitOf(cfg *config.Config) int {
+	n := s.descLimit(cfg)
+	if s.own != nil && cfg.Cluster.Concurrency > 0 {
+		n = min(n, max(cfg.Cluster.Concurrency*s.activeN/store.Shards, 1))
+	}
+	return n
+}
+
+// descLimit is concurrency within the descriptor limit.
+func (s *Scheduler) descLimit(cfg *config.Config) int {
 	n := max(cfg.Concurrency, 1)
 	if s.maxConc > 0 && n > s.maxConc {
 		n = s.maxConc
@@ -111,6 +127,9 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	s.flushing.spawn(s.flushing.ctx, s.flush.run)
 	s.dispatching.spawn(s.dispatching.ctx, s.loop)
 	s.dispatching.spawn(s.dispatching.ctx, s.commands)
+	if s.own != nil {
+		s.dispatching.spawn(s.dispatching.ctx, s.watchOwnership)
+	}
 	s.loopBeat.Store(now.UnixNano())
 	return nil
 }

@@ -83,6 +83,12 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
 		return pollResult{}, nil, 0, false
 	}
+	if s.own != nil && !s.own.MayStart(e.shard) {
+		// The last check before a poll starts (rule 8.3): its shard is
+		// being given back, or its claim cannot be proven.
+		s.loseShard(e.shard)
+		return pollResult{}, nil, 0, false
+	}
 	return pollResult{src: e.src, brk: e.brk, redact: s.redact}, e.poller, e.savedSeq, true
 }
 

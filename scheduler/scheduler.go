@@ -69,6 +69,9 @@ type Options struct {
 	// scheduler benchmarks use it to measure scheduling alone (a no-op
 	// poll); the daemon never sets it.
 	NewPoller func(src *config.Source) (sources.Poller, error)
+	// Ownership, for a member of a cluster, says which shards it may poll
+	// (cluster.go); the store must then be a ClusterStore. nil: all.
+	Ownership Ownership
 }
 
 // Scheduler runs the polls of one daemon.
@@ -103,6 +106,17 @@ type Scheduler struct {
 	started     bool
 	stopped     bool
 
+	// A cluster member's shards (cluster.go); own is nil on a single
+	// daemon. Guarded by mu, except shardNames (read by the flusher).
+	own        Ownership
+	cst        ClusterStore
+	active     [store.Shards]bool // shards whose sources are in the heap
+	activeN    int
+	byShard    [store.Shards][]*entry // rebuilt when shardDirty
+	shardDirty bool
+	shardNames atomic.Pointer[map[string]int]
+	owners     map[int]string // the store's owner of each shard
+
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
 	inflightN atomic.Int64 // polls in flight
@@ -127,6 +141,7 @@ type entry struct {
 	brk    *breaker.Breaker
 	group  *group
 	gen    uint64
+	shard  int // store.ShardOf(name, its limits group)
 
 	st    store.SourceState
 	idx   int       // position in the due heap, -1 when not in it

@@ -27,6 +27,9 @@ type SourceObject struct {
 	PollsTotal          int64      `json:"polls_total"`
 	FailuresTotal       int64      `json:"failures_total"`
 	ThrottledTotal      int64      `json:"throttled_total"`
+	// Owner is the cluster member that polls the source (rule 8.6); nil
+	// when none does or on a single daemon.
+	Owner *string `json:"owner"`
 }
 
 // View builds the source object of src from its state at now. redact masks

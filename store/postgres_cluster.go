@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/internal/backend"
 )
 
 // The store's part of a cluster (contract section 8, on PostgreSQL only):
@@ -381,4 +383,16 @@ func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]SourceState
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
 	return out, nil
+}
+
+// AcquireMemberLock is AcquireLock for a member of a cluster: the shared
+// form of the store's advisory lock, which every member holds together and
+// which keeps out a daemon started without a cluster section (and is kept
+// out by one), so that no source is polled by two daemons that do not
+// share the work. A SQLite store has no cluster.
+func AcquireMemberLock(dsn string) (*Lock, error) {
+	if !backend.IsPostgres(dsn) {
+		return nil, ErrNoCluster
+	}
+	return acquirePostgresLockWith(dsn, "pg_try_advisory_lock_shared")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -264,5 +265,41 @@ func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
 	}
 	if rej, err := sa.SaveBatchFenced(t.Context(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 1 {
 		t.Errorf("a's commit after the take-over: rejected %v, %v; want [x]", rej, err)
+	}
+}
+
+// TestMemberLockShared: members hold the store's lock together; a single
+// daemon's exclusive lock is refused while one does, and a member is
+// refused while a single daemon holds it. A SQLite store has no member
+// lock.
+func TestMemberLockShared(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	a, err := store.AcquireMemberLock(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.AcquireMemberLock(dsn)
+	if err != nil {
+		t.Fatalf("a second member: %v", err)
+	}
+	checkPgLocked(t, dsn, os.Getpid())
+	for _, l := range []*store.Lock{a, b} {
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	solo := mustAcquire(t, dsn)
+	var le *store.LockedError
+	if l, err := store.AcquireMemberLock(dsn); !errors.As(err, &le) {
+		if l != nil {
+			_ = l.Release()
+		}
+		t.Fatalf("a member beside a single daemon: %v, want a *LockedError", err)
+	}
+	if err := solo.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AcquireMemberLock(filepath.Join(t.TempDir(), "pacer.db")); !errors.Is(err, store.ErrNoCluster) {
+		t.Errorf("member lock on SQLite: %v, want ErrNoCluster", err)
 	}
 }

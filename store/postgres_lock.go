@@ -43,6 +43,7 @@ const pgLockCheck = 5 * time.Second
 // advisory lock, and the goroutine that keeps it.
 type pgLock struct {
 	cfg  *pgx.ConnConfig
+	try  string // the function that takes the lock (exclusive or shared)
 	stop chan struct{}
 	done chan struct{}
 	mu   sync.Mutex // guards conn between keep and release
@@ -72,6 +73,12 @@ func parsePgAppName(s string) (pid int, host string) {
 
 // acquirePostgresLock is AcquireLock for a PostgreSQL store.
 func acquirePostgresLock(dsn string) (*Lock, error) {
+	return acquirePostgresLockWith(dsn, "pg_try_advisory_lock")
+}
+
+// acquirePostgresLockWith takes the store's advisory lock with try, the
+// exclusive (a single daemon) or the shared (a cluster member) function.
+func acquirePostgresLockWith(dsn, try string) (*Lock, error) {
 	d, err := parsePostgresDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock %s: %w", d.shown, err)
@@ -92,11 +99,11 @@ func acquirePostgresLock(dsn string) (*Lock, error) {
 	// name: try again then, a few times.
 	for range 3 {
 		var ok bool
-		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+pgLockKey+")").Scan(&ok); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT "+try+"("+pgLockKey+")").Scan(&ok); err != nil {
 			return nil, errors.Join(fmt.Errorf("store: lock %s: %w", d.shown, d.scrub(err)), conn.Close(ctx))
 		}
 		if ok {
-			l := &pgLock{cfg: cfg, conn: conn, stop: make(chan struct{}), done: make(chan struct{})}
+			l := &pgLock{cfg: cfg, conn: conn, try: try, stop: make(chan struct{}), done: make(chan struct{})}
 			go l.keep()
 			return &Lock{pg: l}, nil
 		}
@@ -187,7 +194,7 @@ func (l *pgLock) check() {
 		return // the server is away: the next round tries again
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock("+pgLockKey+")").Scan(&ok); err != nil || !ok {
+	if err := conn.QueryRow(ctx, "SELECT "+l.try+"("+pgLockKey+")").Scan(&ok); err != nil || !ok {
 		_ = conn.Close(ctx) // another process took it meanwhile, or the server went again
 		return
 	}

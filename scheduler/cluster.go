@@ -1,0 +1,463 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// A scheduler that is a member of a cluster (contract section 8) polls only
+// the sources of the shards its member holds and may start. Each entry has
+// its shard (store.ShardOf with its limits group); the entries of the
+// shards it may not start are dormant: out of the heap, their polls in
+// flight left to finish. A shard gained is taken over from the store: its
+// sources' states are read again (LoadStatesOf) before they enter the
+// heap, so that the new owner starts from what the previous one committed.
+// Its commits are fenced (SaveBatchFenced); a source whose rows are
+// rejected has lost its shard.
+
+// Ownership says which shards the scheduler may start polls of: a member
+// of a cluster (*cluster.Member). The scheduler of a single daemon has
+// none (Options.Ownership nil), and polls everything.
+type Ownership interface {
+	// MayStart reports whether a poll of a source of shard may start now.
+	MayStart(shard int) bool
+	// Fence is what the commits are conditional on.
+	Fence(shardOf func(source string) int) store.Fence
+	// Ready is nil when the member's claims are renewed, else the reason.
+	Ready() error
+	// Name is the member's name (the source object's owner).
+	Name() string
+}
+
+// ClusterStore is what a member's scheduler needs of its store besides
+// Store: fenced commits, the states of the shards it takes over, the
+// owners of the others, and the command queue to reach them.
+type ClusterStore interface {
+	SaveBatchFenced(ctx context.Context, f store.Fence, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error)
+	LoadStatesOf(ctx context.Context, names []string) ([]store.SourceState, error)
+	ShardOwners(ctx context.Context) (map[int]string, error)
+	EnqueueCommand(ctx context.Context, c *store.Command) error
+	GetCommand(ctx context.Context, id uint64) (store.Command, error)
+	ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error)
+}
+
+var _ ClusterStore = (*store.Store)(nil)
+
+// ownershipEvery is how often the scheduler looks at its member's shards.
+// MayStart turns false a quarter lease (>= 500 ms) before a claim ends, and
+// the dispatch loop asks it again before every start.
+const ownershipEvery = 100 * time.Millisecond
+
+// ownersEvery is how often the owners of the shards are read for the
+// source objects.
+const ownersEvery = time.Second
+
+// setupCluster wires the scheduler to own (nil: a single daemon).
+func (s *Scheduler) setupCluster(own Ownership) error {
+	if own == nil {
+		return nil
+	}
+	cst, ok := s.store.(ClusterStore)
+	if !ok {
+		return errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
+	}
+	s.own, s.cst = own, cst
+	s.shardDirty = true
+	s.flush.saveFenced = func(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error) {
+		return cst.SaveBatchFenced(ctx, own.Fence(s.shardOfName), states, records, keep)
+	}
+	s.flush.onRejected = s.rejected
+	return nil
+}
+
+// shardOfName is the shard of a configured source (ShardOf with its
+// group), read by the flusher outside mu.
+func (s *Scheduler) shardOfName(name string) int {
+	if m := s.shardNames.Load(); m != nil {
+		if sh, ok := (*m)[name]; ok {
+			return sh
+		}
+	}
+	return store.ShardOf(name, "")
+}
+
+// indexShards rebuilds the shard index when entries changed. mu held.
+func (s *Scheduler) indexShards() {
+	if !s.shardDirty {
+		return
+	}
+	s.shardDirty = false
+	clear(s.byShard[:])
+	names := make(map[string]int, len(s.entries))
+	for _, e := range s.entries {
+		s.byShard[e.shard] = append(s.byShard[e.shard], e)
+		names[e.name] = e.shard
+	}
+	s.shardNames.Store(&names)
+}
+
+// dormant reports whether e's shard is not this member's to poll. mu held.
+func (s *Scheduler) dormant(e *entry) bool {
+	return s.own != nil && !s.active[e.shard]
+}
+
+// loseShard makes the entries of sh dormant. mu held.
+func (s *Scheduler) loseShard(sh int) {
+	if !s.active[sh] {
+		return
+	}
+	s.active[sh] = false
+	s.activeN--
+	s.indexShards()
+	for _, e := range s.byShard[sh] {
+		s.due.remove(e)
+	}
+}
+
+// watchOwnership follows the member's shards until ctx is done.
+func (s *Scheduler) watchOwnership(ctx context.Context) {
+	var ownersAt time.Time
+	for {
+		s.syncShards(ctx)
+		if now := s.clock.Now(); now.Sub(ownersAt) >= ownersEvery {
+			ownersAt = now
+			if owners, err := s.cst.ShardOwners(ctx); err == nil {
+				s.mu.Lock()
+				s.owners = owners
+				s.mu.Unlock()
+			}
+		}
+		if !sleep(ctx, s.clock, ownershipEvery) {
+			return
+		}
+	}
+}
+
+// syncShards makes dormant the shards the member may no longer start and
+// takes over those it gained, from their stored states.
+func (s *Scheduler) syncShards(ctx context.Context) {
+	var may [store.Shards]bool
+	for sh := range may {
+		may[sh] = s.own.MayStart(sh)
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.indexShards()
+	var gained []int
+	var names []string
+	lost, lostN := false, 0
+	for sh := range may {
+		switch {
+		case s.active[sh] && !may[sh]:
+			s.loseShard(sh)
+			lost = true
+			lostN++
+		case !s.active[sh] && may[sh] && s.drainedLocked(sh):
+			// Only once what this member wrote of the shard is committed
+			// (or refused): the store then has the latest state, its own
+			// or that of an owner in between.
+			gained = append(gained, sh)
+			for _, e := range s.byShard[sh] {
+				names = append(names, e.name)
+			}
+		}
+	}
+	if lost {
+		s.resizeWorkers(s.limitOf(s.cfg))
+	}
+	s.mu.Unlock()
+	if lostN > 0 {
+		s.log.Info("cluster: shards given up", "shards", lostN, "polled_shards", s.activeCount())
+	}
+	if len(gained) == 0 {
+		return
+	}
+	states, err := s.cst.LoadStatesOf(ctx, names)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.m.storeErrors.Inc()
+			s.log.Warn("cluster: cannot read the states of the shards gained; retrying", "shards", len(gained), "err", err)
+		}
+		return
+	}
+	stored := make(map[string]store.SourceState, len(states))
+	for _, st := range states {
+		stored[st.Name] = st
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.takeOver(gained, stored)
+}
+
+// takeOver activates the shards gained that the member may still start,
+// with their sources' stored states. mu held.
+func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) {
+	if s.stopped {
+		return
+	}
+	now := s.clock.Now()
+	s.indexShards()
+	n := 0
+	defer func() {
+		if n > 0 {
+			s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
+		}
+	}()
+	for _, sh := range gained {
+		if s.active[sh] || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
+			continue
+		}
+		s.active[sh] = true
+		s.activeN++
+		n++
+		for _, e := range s.byShard[sh] {
+			if st, ok := stored[e.name]; ok && !e.busy {
+				s.adopt(e, st, now)
+			}
+			s.reschedule(e, now)
+		}
+	}
+	s.resizeWorkers(s.limitOf(s.cfg))
+}
+
+// adopt gives e the state its previous owner committed: backoff, breaker,
+// error and pause (rule 8.4). A state written under another sources config
+// starts clean, as after a reload (rule 3.7). mu held.
+func (s *Scheduler) adopt(e *entry, st store.SourceState, now time.Time) {
+	st.Name = e.name
+	e.st, e.brk, e.localErrs, e.resetPending = st, nil, 0, false
+	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
+		e.brk = newBreaker(e.src, st)
+	}
+	switch {
+	case st.Fingerprint != "" && st.Fingerprint != e.src.Fingerprint:
+		s.configChanged(e, now)
+	case st.Fingerprint == "":
+		e.st.Fingerprint = e.src.Fingerprint
+	}
+}
+
+// rejected makes dormant the shards of the sources whose rows a fenced
+// commit left out: the member no longer holds them with that fence. The
+// shard is taken over again from the store if the member still may.
+func (s *Scheduler) rejected(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		if e := s.entries[name]; e != nil && s.active[e.shard] {
+			s.loseShard(e.shard)
+			n++
+		}
+	}
+	if n > 0 {
+		s.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
+	}
+}
+
+// Drained reports whether no poll of a source of shard is in flight or
+// queued and every state of its sources is committed: only then does the
+// member give the shard back (cluster.Options.Drained).
+func (s *Scheduler) Drained(shard int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drainedLocked(shard)
+}
+
+// drainedLocked is Drained with mu held.
+func (s *Scheduler) drainedLocked(shard int) bool {
+	s.indexShards()
+	for _, e := range s.byShard[shard] {
+		if e.busy || !s.flush.clean(e.sl) {
+			return false
+		}
+	}
+	return true
+}
+
+// ClusterStats are what the member shows the others: the sources it owns
+// now and its polls in flight (cluster.Options.Stats).
+func (s *Scheduler) ClusterStats() (owned, inflight int) {
+	s.mu.Lock()
+	s.indexShards()
+	for sh := range s.byShard {
+		if s.own == nil || s.active[sh] {
+			owned += len(s.byShard[sh])
+		}
+	}
+	s.mu.Unlock()
+	return owned, int(s.inflightN.Load())
+}
+
+// owner is the owner of e's shard for the source object: this member for
+// the shards it polls, else the store's, nil when none or not a cluster.
+// mu held.
+func (s *Scheduler) owner(e *entry) *string {
+	if s.own == nil {
+		return nil
+	}
+	if s.active[e.shard] {
+		name := s.own.Name()
+		return &name
+	}
+	if name, ok := s.owners[e.shard]; ok {
+		return &name
+	}
+	return nil
+}
+
+// ownsCommand reports whether this member applies c: its source is on a
+// shard it polls (an unknown source, on the shard of its name, so that one
+// member answers not_found). mu held.
+func (s *Scheduler) ownsCommand(c store.Command) bool {
+	if e := s.entries[c.Source]; e != nil && !e.removed {
+		return s.active[e.shard]
+	}
+	return s.own.MayStart(store.ShardOf(c.Source, ""))
+}
+
+// remoteWait bounds how long an operator's change made on one member waits
+// for the source's owner to apply it (rule 8.5: within 2 s, plus the commit).
+const remoteWait = 5 * time.Second
+
+// remote applies an operator's action on a source this member does not
+// own: through the store's command queue, to its owner. It returns the
+// source as the store shows it afterwards.
+func (s *Scheduler) remote(action, name, reason string) (SourceObject, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteWait)
+	defer cancel()
+	c := &store.Command{Source: name, Action: action, Reason: reason}
+	if err := s.cst.EnqueueCommand(ctx, c); err != nil {
+		return SourceObject{}, fmt.Errorf("%s %s: %w", action, name, err)
+	}
+	for {
+		got, err := s.cst.GetCommand(ctx, c.ID)
+		if err == nil && got.Status == store.CommandDone {
+			if got.Result != "" {
+				return SourceObject{}, commandError(got)
+			}
+			return s.storedView(ctx, name)
+		}
+		if !sleep(ctx, s.clock, 50*time.Millisecond) {
+			break
+		}
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Second)
+	defer wcancel()
+	if ok, err := s.cst.ExpireCommand(wctx, c.ID, "no owner applied it in time"); err == nil && !ok {
+		return s.storedView(wctx, name) // applied at the last moment
+	}
+	return SourceObject{}, fmt.Errorf("%s %s: the source's owner did not apply it within %v", action, name, remoteWait)
+}
+
+// commandError is the error of a command its owner answered with one.
+func commandError(c store.Command) error {
+	switch c.Code {
+	case "not_found":
+		return fmt.Errorf("%w: %s", ErrNotFound, c.Result)
+	case "conflict":
+		return fmt.Errorf("%w: %s", ErrConflict, c.Result)
+	}
+	return errors.New(c.Result)
+}
+
+// storedView is the source object of name from its stored state.
+func (s *Scheduler) storedView(ctx context.Context, name string) (SourceObject, error) {
+	st, found, err := s.store.GetState(ctx, name)
+	if err != nil {
+		return SourceObject{}, fmt.Errorf("read %s: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.entry(name)
+	if err != nil {
+		return SourceObject{}, err
+	}
+	if !found {
+		st = e.st
+	}
+	o := View(e.src, &st, s.clock.Now(), s.redact.Redact)
+	o.Owner = s.owner(e)
+	return o, nil
+}
+
+// isRemote reports whether name is a configured source this member does
+// not poll (an operator's change goes to its owner).
+func (s *Scheduler) isRemote(name string) bool {
+	if s.own == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[name]
+	return e != nil && !e.removed && !s.active[e.shard]
+}
+
+// ownedCommands keeps the commands of cmds this member applies; the others
+// stay pending for their owners.
+func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := cmds[:0]
+	for _, c := range cmds {
+		if s.ownsCommand(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// activeCount is the number of shards polled.
+func (s *Scheduler) activeCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeN
+}
+
+// remoteStates reads from the store the states of the sources of names
+// (nil: all) that this member does not poll, so that its API shows them
+// as their owners committed them; nil on a single daemon, or when the
+// store does not answer (the member's own copy is shown then).
+func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
+	if s.own == nil {
+		return nil
+	}
+	var dormant []string
+	s.mu.Lock()
+	if names == nil {
+		for name, e := range s.entries {
+			if s.dormant(e) {
+				dormant = append(dormant, name)
+			}
+		}
+	} else {
+		for _, name := range names {
+			if e := s.entries[name]; e != nil && s.dormant(e) {
+				dormant = append(dormant, name)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(dormant) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	states, err := s.cst.LoadStatesOf(ctx, dormant)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]store.SourceState, len(states))
+	for _, st := range states {
+		out[st.Name] = st
+	}
+	return out
+}
