@@ -111,7 +111,7 @@ var addedShapes = map[string][]string{
 	"source_states": {"last_error_at INTEGER null pk0 default ", "etag TEXT null pk0 default ",
 		"last_modified TEXT null pk0 default ", "digest TEXT null pk0 default ",
 		"last_changed_at INTEGER null pk0 default ", "changes_total INTEGER null pk0 default "},
-	"commands":      {"status TEXT not null pk0 default 'pending'"},
+	"commands": {"status TEXT not null pk0 default 'pending'"},
 }
 
 // TestSchema3StoreReadsAsBefore: a store written by round 1 opens, reads
