@@ -106,6 +106,10 @@ type Source struct {
 	// (at most 10, never to the admin listener); nil means true. Other
 	// methods never follow one: the 3xx is the poll's answer.
 	FollowRedirects *bool
+	// Conditional says whether a GET sends If-None-Match and
+	// If-Modified-Since from the last delivered 200 (contract 9.1); nil
+	// means true.
+	Conditional *bool
 
 	// exec
 	Command []string // Command[0] resolved: absolute, or as found in PATH
