@@ -94,6 +94,7 @@ type outcome struct {
 	start, end time.Time
 	brk        breaker.Snapshot // the breaker after the call
 	jitter     float64          // position in the backoff jitter band, [0, 1)
+	result     result           // success: what the poll fetched
 }
 
 // applyOutcome returns st updated by one poll (rules 3.4 to 3.8). It is a
@@ -131,6 +132,7 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.ConsecutiveFailures = 0
 		st.ConsecutiveThrottles = 0
 		st.LastSuccessAt = ptr(end)
+		deliverResult(&st, o.result, changedResult(&st, o.result), end)
 	case store.OutcomeThrottled:
 		st.PollsTotal++
 		st.ThrottledTotal++
