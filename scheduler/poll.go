@@ -88,9 +88,9 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 
 // pollResult is what one poll produced, before it is applied.
 type pollResult struct {
-	src        *config.Source   // the configuration the poll ran with
-	redact     *config.Redactor // the redactor of that configuration
-	brk        *breaker.Breaker // the source's breaker after the call (nil: none)
+	src        *config.Source     // the configuration the poll ran with
+	redact     *config.Redactor   // the redactor of that configuration
+	brk        *breaker.Breaker   // the source's breaker after the call (nil: none)
 	prior      sources.Validators // of the last delivered result, sent by a conditional GET
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
