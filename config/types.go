@@ -92,8 +92,11 @@ type Source struct {
 	Timeout    time.Duration
 	Backoff    Backoff
 	Breaker    Breaker
-	ErrorAfter int    // 0 = never enter the error state
-	Limit      string // "" or a key of Config.Limits
+	ErrorAfter int // 0 = never enter the error state
+	// ErrorReprobe, when > 0, polls a source in error once per this
+	// (contract 10.4); 0 leaves it silent until reset.
+	ErrorReprobe time.Duration
+	Limit        string // "" or a key of Config.Limits
 
 	// http
 	URL          string

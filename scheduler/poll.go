@@ -80,7 +80,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := j.e
-	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+	if e.gen != j.gen || e.removed || e.st.Paused || silent(&e.st, e.src) || e.group != j.group {
 		return pollResult{}, nil, 0, false
 	}
 	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st)}, e.poller, e.savedSeq, true

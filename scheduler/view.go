@@ -60,8 +60,8 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		LastChangedAt:       utc(st.LastChangedAt),
 		ChangesTotal:        st.ChangesTotal,
 	}
-	if o.State == StateError || o.State == StatePaused {
-		o.NextRunAt = nil
+	if o.State == StatePaused || o.State == StateError && src.ErrorReprobe <= 0 {
+		o.NextRunAt = nil // a re-probed source in error shows its re-probe
 	}
 	if o.Breaker == "" {
 		o.Breaker = breaker.Closed
