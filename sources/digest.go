@@ -20,6 +20,18 @@ type digester struct {
 
 func newDigester() *digester { return &digester{h: sha256.New()} }
 
+// size sizes the buffer of ReadFrom for a body of length bytes (-1:
+// unknown) read up to limit: no larger than the body and its EOF need, so
+// that the small answers of most polls allocate little (one buffer per
+// poll), and at most digestBuf.
+func (d *digester) size(length, limit int64) {
+	n := min(int64(digestBuf), limit)
+	if length >= 0 && length+1 < n {
+		n = length + 1
+	}
+	d.buf = make([]byte, max(n, 1))
+}
+
 // Write adds b to the digest.
 func (d *digester) Write(b []byte) (int, error) { return d.h.Write(b) }
 

@@ -187,6 +187,7 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 // body read whole has a digest; a 200's validators come with it.
 func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Result) {
 	d := newDigester()
+	d.size(resp.ContentLength, p.maxBody+1)
 	n, err := d.ReadFrom(io.LimitReader(resp.Body, p.maxBody+1))
 	res.Bytes = n
 	switch {
