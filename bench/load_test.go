@@ -38,10 +38,20 @@ type slowServer struct {
 	inflight atomic.Int64
 	peak     atomic.Int64
 	conns    atomic.Int64
+	// etag, when set, is the ETag of every answer; a request whose
+	// If-None-Match is etag gets a 304 (after the hold), counted in
+	// notModified.
+	etag        string
+	notModified atomic.Int64
 }
 
 func newSlowServer(b *testing.B, hold time.Duration) *slowServer {
-	s := &slowServer{hold: hold}
+	return newETagServer(b, hold, "")
+}
+
+// newETagServer is newSlowServer with an ETag (see slowServer.etag).
+func newETagServer(b *testing.B, hold time.Duration, etag string) *slowServer {
+	s := &slowServer{hold: hold, etag: etag}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := s.inflight.Add(1)
 		for {
@@ -51,7 +61,14 @@ func newSlowServer(b *testing.B, hold time.Duration) *slowServer {
 			}
 		}
 		time.Sleep(s.hold)
-		_, _ = io.WriteString(w, "ok\n")
+		if s.etag != "" {
+			w.Header().Set("ETag", s.etag)
+			if r.Header.Get("If-None-Match") == s.etag {
+				s.notModified.Add(1)
+				w.WriteHeader(http.StatusNotModified)
+			}
+		}
+		_, _ = io.WriteString(w, "ok\n") // dropped after a 304
 		s.inflight.Add(-1)
 		s.served.Add(1)
 	}))

@@ -88,9 +88,13 @@ type fpDoc[S, M any] struct {
 	// FollowRedirects is written only when false (nil otherwise, omitted):
 	// fingerprints stored before the setting existed stay valid.
 	FollowRedirects *bool `json:"follow_redirects,omitempty"`
-	Command         []S   `json:"command"`
-	Env             M     `json:"env"`
-	Dir             S     `json:"dir"`
+	// Conditional is written only when false, like FollowRedirects, and
+	// ErrorReprobe only when set.
+	Conditional  *bool `json:"conditional,omitempty"`
+	ErrorReprobe int64 `json:"error_reprobe,omitempty"`
+	Command      []S   `json:"command"`
+	Env          M     `json:"env"`
+	Dir          S     `json:"dir"`
 	// Client and Auth are digests (Client.Key, Auth.digest) written only
 	// when set, like FollowRedirects.
 	Client string `json:"client,omitempty"`
@@ -107,6 +111,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		Failures: s.Breaker.Failures, Cooldown: int64(s.Breaker.Cooldown), ErrorAfter: s.ErrorAfter,
 		Limit: str(s.Limit), URL: str(s.URL), Method: str(s.Method), Headers: dict(s.Headers), Body: str(s.Body),
 		ExpectStatus: emptyList(s.ExpectStatus), MaxBody: s.MaxBody, FollowRedirects: onlyFalse(s.FollowRedirects),
+		Conditional: onlyFalse(s.Conditional), ErrorReprobe: int64(s.ErrorReprobe),
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
 		Client: s.Client.Key(), Auth: s.Auth.digest(),
 	}

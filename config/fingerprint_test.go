@@ -167,6 +167,14 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 			}
 			return
 		}
+		if s.Conditional != nil && !*s.Conditional {
+			// conditional: false came with change detection: it must
+			// change the fingerprint too.
+			if Fingerprint(s) == oldFingerprint(s) {
+				t.Fatalf("conditional: false not hashed: %#v", *s)
+			}
+			return
+		}
 		if got, want := Fingerprint(s), oldFingerprint(s); got != want {
 			t.Fatalf("Fingerprint differs from the encoding/json version for %#v:\n%s\n%s", *s, got, want)
 		}

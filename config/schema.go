@@ -26,6 +26,7 @@ type inherited struct {
 	// (Options.ForStore): the sources' fingerprints are unknown.
 	placeholder bool
 	client      clientSpec // tls, proxy_url, http2, follow_redirects (source_client.go)
+	results     resultSpec // conditional (source_results.go)
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -289,7 +290,7 @@ func (l *loader) common(b *inherited, p pair, prefix path) bool {
 			b.errorAfter = v
 		}
 	default:
-		return l.clientKey(&b.client, p, kp)
+		return l.resultKey(&b.results, p, kp) || l.clientKey(&b.client, p, kp)
 	}
 	return true
 }

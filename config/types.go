@@ -102,8 +102,11 @@ type Source struct {
 	Timeout    time.Duration
 	Backoff    Backoff
 	Breaker    Breaker
-	ErrorAfter int    // 0 = never enter the error state
-	Limit      string // "" or a key of Config.Limits
+	ErrorAfter int // 0 = never enter the error state
+	// ErrorReprobe, when > 0, polls a source in error once per this
+	// (contract 10.4); 0 leaves it silent until reset.
+	ErrorReprobe time.Duration
+	Limit        string // "" or a key of Config.Limits
 
 	// http
 	URL          string
@@ -116,6 +119,10 @@ type Source struct {
 	// (at most 10, never to the admin listener); nil means true. Other
 	// methods never follow one: the 3xx is the poll's answer.
 	FollowRedirects *bool
+	// Conditional says whether a GET sends If-None-Match and
+	// If-Modified-Since from the last delivered 200 (contract 9.1); nil
+	// means true.
+	Conditional *bool
 
 	// exec
 	Command []string // Command[0] resolved: absolute, or as found in PATH

@@ -12,7 +12,7 @@ import (
 
 var sourceKeys = []string{"name", "type", "schedule", "state", "consecutive_failures", "breaker", "next_run_at",
 	"last_run_at", "last_success_at", "last_error", "error_reason", "paused_reason", "polls_total",
-	"failures_total", "throttled_total"}
+	"failures_total", "throttled_total", "last_changed_at", "changes_total"}
 
 // Section 5: every endpoint, errors as JSON; section 4: the source object;
 // section 6: the metrics.
@@ -96,7 +96,7 @@ sources:
 		t.Fatalf("history: %v %s", err, body)
 	}
 	for _, r := range rawRecs {
-		for _, k := range []string{"started_at", "duration_ms", "outcome", "error", "status_code", "bytes"} {
+		for _, k := range []string{"started_at", "duration_ms", "outcome", "error", "status_code", "bytes", "changed", "digest"} {
 			if _, ok := r[k]; !ok {
 				t.Errorf("history record without %q: %v", k, r)
 			}

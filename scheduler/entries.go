@@ -87,7 +87,7 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 // reschedule puts an idle, schedulable entry in the heap at its next run
 // time (now if that is past, or if it has none yet: its first tick).
 func (s *Scheduler) reschedule(e *entry, now time.Time) {
-	if e.busy || e.removed || e.st.Paused || e.st.ErrorReason != "" || s.dormant(e) {
+	if e.busy || e.removed || e.st.Paused || silent(&e.st, e.src) || s.dormant(e) {
 		s.due.remove(e)
 		return
 	}

@@ -45,6 +45,8 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 		return waitingText(q)
 	case st.Paused:
 		return "paused: " + redact(st.PausedReason)
+	case st.ErrorReason != "" && src.ErrorReprobe > 0 && st.NextRunAt != nil:
+		return "error: " + redact(st.ErrorReason) + "; re-probe " + reprobeWhen(*st.NextRunAt, now)
 	case st.ErrorReason != "":
 		return "error: " + redact(st.ErrorReason) + "; reset to resume"
 	}
@@ -137,4 +139,13 @@ func ShortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// reprobeWhen says when a source in error is probed again (contract
+// 10.4): "in 42s", or "due now" once that time has passed.
+func reprobeWhen(at, now time.Time) string {
+	if at.After(now) {
+		return "in " + Relative(at.Sub(now))
+	}
+	return "due now"
 }

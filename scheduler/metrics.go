@@ -30,6 +30,10 @@ type metrics struct {
 	lag           prometheus.Histogram
 	storeErrors   prometheus.Counter
 	storeCommit   prometheus.Histogram
+	// results counts successful polls by result (contract 9.6): changed
+	// and unchanged, resolved once.
+	results            *prometheus.CounterVec
+	changed, unchanged prometheus.Counter
 }
 
 // sourceCounts returns the number of sources per state and, with perSource,
@@ -63,11 +67,15 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 			Name: "pacer_store_commit_seconds", Help: "Duration of the flusher's commits of poll results, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 	}
+	m.results = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pacer_results_total", Help: "Successful polls by result: changed (a digest other than the last delivered one) or unchanged (the same digest, or a 304 to a conditional GET)."},
+		[]string{"result"})
+	m.changed, m.unchanged = m.results.WithLabelValues("changed"), m.results.WithLabelValues("unchanged")
 	m.pollsBy = make(map[string]prometheus.Counter, 7)
 	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted, countLocal} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit}
+	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results}
 	if counts != nil {
 		cs = append(cs, sourcesCollector{counts})
 	}
@@ -113,6 +121,14 @@ func (m *metrics) poll(outcome string) prometheus.Counter {
 		return c
 	}
 	return m.polls.WithLabelValues(outcome)
+}
+
+// result returns the pacer_results_total counter of a successful poll.
+func (m *metrics) result(changed bool) prometheus.Counter {
+	if changed {
+		return m.changed
+	}
+	return m.unchanged
 }
 
 // sourceFailures is one source's consecutive failures, for the metrics.

@@ -80,7 +80,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := j.e
-	if e.gen != j.gen || e.removed || e.st.Paused || e.st.ErrorReason != "" || e.group != j.group {
+	if e.gen != j.gen || e.removed || e.st.Paused || silent(&e.st, e.src) || e.group != j.group {
 		return pollResult{}, nil, 0, false
 	}
 	if s.own != nil && !s.own.MayStart(e.shard) {
@@ -89,14 +89,15 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 		s.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
-	return pollResult{src: e.src, brk: e.brk, redact: s.redact}, e.poller, e.savedSeq, true
+	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st)}, e.poller, e.savedSeq, true
 }
 
 // pollResult is what one poll produced, before it is applied.
 type pollResult struct {
-	src        *config.Source   // the configuration the poll ran with
-	redact     *config.Redactor // the redactor of that configuration
-	brk        *breaker.Breaker // the source's breaker after the call (nil: none)
+	src        *config.Source     // the configuration the poll ran with
+	redact     *config.Redactor   // the redactor of that configuration
+	brk        *breaker.Breaker   // the source's breaker after the call (nil: none)
+	prior      sources.Validators // of the last delivered result, sent by a conditional GET
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
@@ -113,7 +114,7 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
 	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
-	res, brk, err := call(ctx, p.src, poller, p.brk)
+	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk)
 	cancel()
 	end := s.clock.Now()
 	s.m.inflight.Dec()
@@ -130,11 +131,17 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 // the breaker (rule 3.5; a shortage of the daemon's descriptors is not the
 // source's fault). A healthy source has no breaker (brk nil): its first
 // failure gives it one, which counts that failure (and may open at once).
-// It returns the breaker after the call.
-func call(ctx context.Context, src *config.Source, poller sources.Poller, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
+// It returns the breaker after the call. A poller that can send a
+// conditional request (sources.ConditionalPoller) is given prior.
+func call(ctx context.Context, src *config.Source, poller sources.Poller, prior sources.Validators, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
+	cp, conditional := poller.(sources.ConditionalPoller)
 	fn := func() error {
-		res = poller.Poll(ctx)
+		if conditional {
+			res = cp.PollSince(ctx, prior)
+		} else {
+			res = poller.Poll(ctx)
+		}
 		switch {
 		case res.Err == nil:
 			return nil
@@ -170,6 +177,12 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	e := j.e
 	e.busy = false
 	s.countSkipped(j, o.end)
+	if o.kind == store.OutcomeSuccess {
+		// Compared with the state before this poll, as applyOutcome does.
+		changed := changedResult(&e.st, o.result)
+		s.m.result(changed).Inc()
+		rec.Changed = changed // a success always has a record
+	}
 	if j.gen == e.gen {
 		s.applyPoll(e, p.brk, o)
 	}
@@ -215,6 +228,9 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 	if res.Err != nil {
 		o.err = redact(res.Err.Error())
 	}
+	if o.kind == store.OutcomeSuccess {
+		o.result = resultOf(res)
+	}
 	return o
 }
 
@@ -232,6 +248,7 @@ func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
 		Outcome:    o.kind,
 		Error:      o.err,
 		Bytes:      p.res.Bytes,
+		Digest:     o.result.digest,
 	}
 	if p.res.StatusCode > 0 {
 		rec.StatusCode = &p.res.StatusCode

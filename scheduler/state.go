@@ -46,6 +46,12 @@ func StateOf(st *store.SourceState, now time.Time) string {
 	return StateOK
 }
 
+// silent reports whether a source is in error and not re-probed (rule 3.7
+// without error_reprobe, contract 10.4): it is not polled at all.
+func silent(st *store.SourceState, src *config.Source) bool {
+	return st.ErrorReason != "" && src.ErrorReprobe <= 0
+}
+
 // breakerOf is the breaker state shown at now: an open breaker whose cooldown
 // has passed is half-open (its next call is the probe).
 func breakerOf(st *store.SourceState, now time.Time) string {
@@ -94,6 +100,7 @@ type outcome struct {
 	start, end time.Time
 	brk        breaker.Snapshot // the breaker after the call
 	jitter     float64          // position in the backoff jitter band, [0, 1)
+	result     result           // success: what the poll fetched
 }
 
 // applyOutcome returns st updated by one poll (rules 3.4 to 3.8). It is a
@@ -131,6 +138,8 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.ConsecutiveFailures = 0
 		st.ConsecutiveThrottles = 0
 		st.LastSuccessAt = ptr(end)
+		st.ErrorReason = "" // a re-probe's success (rule 10.4) ends the error state
+		deliverResult(&st, o.result, changedResult(&st, o.result), end)
 	case store.OutcomeThrottled:
 		st.PollsTotal++
 		st.ThrottledTotal++
@@ -149,6 +158,9 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		if src.ErrorAfter > 0 && st.ConsecutiveFailures >= src.ErrorAfter {
 			st.ErrorReason = fmt.Sprintf("%d consecutive failures; last: %s", st.ConsecutiveFailures, o.err)
 			st.NextRunAt = nil
+			if src.ErrorReprobe > 0 { // rule 10.4: probed once per error_reprobe
+				st.NextRunAt = ptr(ceilMicro(end.Add(src.ErrorReprobe)))
+			}
 			return st
 		}
 	}

@@ -27,6 +27,10 @@ type SourceObject struct {
 	PollsTotal          int64      `json:"polls_total"`
 	FailuresTotal       int64      `json:"failures_total"`
 	ThrottledTotal      int64      `json:"throttled_total"`
+	// LastChangedAt is the end of the last poll whose result changed, and
+	// ChangesTotal counts them (contract 9.2).
+	LastChangedAt *time.Time `json:"last_changed_at"`
+	ChangesTotal  int64      `json:"changes_total"`
 	// Owner is the cluster member that polls the source (rule 8.6); nil
 	// when none does or on a single daemon.
 	Owner *string `json:"owner"`
@@ -56,9 +60,11 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		PollsTotal:          st.PollsTotal,
 		FailuresTotal:       st.FailuresTotal,
 		ThrottledTotal:      st.ThrottledTotal,
+		LastChangedAt:       utc(st.LastChangedAt),
+		ChangesTotal:        st.ChangesTotal,
 	}
-	if o.State == StateError || o.State == StatePaused {
-		o.NextRunAt = nil
+	if o.State == StatePaused || o.State == StateError && src.ErrorReprobe <= 0 {
+		o.NextRunAt = nil // a re-probed source in error shows its re-probe
 	}
 	if o.Breaker == "" {
 		o.Breaker = breaker.Closed

@@ -6,6 +6,7 @@
 # What the tests need beyond Go and gcc (cgo for SQLite):
 #   systemd-analyze  (package systemd)   verifies deploy/pacer.service
 #   chromium         (package chromium)  the status page's browser test (e2e/dashboard_test.go)
+#   promtool         (package prometheus)  deploy/alerts_test.go: promtool test rules
 #   PostgreSQL 15    (package postgresql-15)  the PostgreSQL store tests: a
 #                    throwaway server (scripts/postgres.sh) whose URL is
 #                    exported as PACER_TEST_POSTGRES, stopped at exit
@@ -27,6 +28,7 @@ need() { # command package
 
 need systemd-analyze systemd
 need chromium chromium
+need promtool prometheus
 
 # shellcheck source=scripts/postgres.sh
 . scripts/postgres.sh

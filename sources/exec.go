@@ -60,7 +60,8 @@ type execPoller struct {
 // subreaper, a cleared environment, a setuid program) that hold its output
 // open; those are not killed.
 //
-// Stdout is counted into Result.Bytes and otherwise discarded. A poll
+// Stdout is counted into Result.Bytes and digested as it arrives
+// (Result.Digest on success, contract 9.2), and otherwise discarded. A poll
 // succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
 // LINE", LINE being the last non-empty line of stderr (or else of stdout).
 func NewExec(src *config.Source, redact func(string) string) Poller {
@@ -95,7 +96,7 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		res.Err = newPollError(p.redact, nil, p.errorPfx, "empty command")
 		return res
 	}
-	stdout := &tailBuffer{max: tailSize}
+	stdout := &tailBuffer{max: tailSize, sum: newDigester()}
 	stderr := &tailBuffer{max: tailSize}
 	tag := envTag + "=" + rand.Text()
 	cmd := p.command(ctx, tag, stdout, stderr)
@@ -110,6 +111,7 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		// Exit status 0; ErrWaitDelay only means that something the command
 		// left behind held its output open.
 		res.ExitCode = 0
+		res.Digest = stdout.sum.hex()
 		return res
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -200,15 +202,20 @@ func (p *execPoller) startError(ctx context.Context, err error) error {
 	return newPollError(p.redact, err, p.errorPfx, detail)
 }
 
-// tailBuffer counts every byte written to it and keeps the last max bytes.
+// tailBuffer counts every byte written to it and keeps the last max bytes;
+// with sum set it digests them all.
 type tailBuffer struct {
 	buf []byte
 	max int
 	n   int64
+	sum *digester
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {
 	t.n += int64(len(b))
+	if t.sum != nil {
+		t.sum.Write(b)
+	}
 	keep := b
 	if len(keep) > t.max {
 		keep = keep[len(keep)-t.max:]

@@ -26,7 +26,7 @@ func TestExecSuccess(t *testing.T) {
 	p := NewExec(shell(`printf hello; echo noise >&2`, ""), nil)
 	for range 2 { // a poller runs its command afresh on every poll
 		res, _ := pollWithin(t, p, 10*time.Second)
-		if want := (Result{ExitCode: 0, Bytes: 5}); res != want {
+		if want := (Result{ExitCode: 0, Bytes: 5, Digest: sha([]byte("hello"))}); res != want {
 			t.Errorf("got %+v (%s), want %+v", res, errText(res.Err), want)
 		}
 	}

@@ -67,7 +67,12 @@ type httpPoller struct {
 	client   *http.Client
 	redact   func(string) string
 	errorPfx string // "GET <redacted url>"
+	// conditional: a GET whose source has conditional on (the default)
+	// sends the validators it is given (PollSince).
+	conditional bool
 }
+
+var _ ConditionalPoller = (*httpPoller)(nil)
 
 // NewHTTP returns the poller of the http source src, sending its requests
 // through client (which must not be nil). redact is applied to every error
@@ -118,13 +123,28 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 		client:   &own,
 		redact:   redact,
 		errorPfx: method + " " + redact(src.URL),
+
+		conditional: method == http.MethodGet && (src.Conditional == nil || *src.Conditional),
 	}
 }
 
-// Poll sends one request and classifies its answer.
+// Poll sends one unconditional request and classifies its answer.
 func (p *httpPoller) Poll(ctx context.Context) Result {
+	return p.PollSince(ctx, Validators{})
+}
+
+// PollSince sends one request, conditional on v when the source allows it
+// (a GET with conditional on, and neither header set by the source's own
+// headers), and classifies its answer. A 304 to a conditional request is a
+// success, NotModified; the body of any other success is digested as it
+// is read (Result.Digest), and a 200's validators are returned.
+func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 	res := Result{ExitCode: -1}
 	req, err := p.newRequest(ctx)
+	sent := false // the request is conditional
+	if err == nil && p.conditional {
+		sent = conditional(req, v)
+	}
 	if err != nil {
 		res.Err = p.transportError(ctx, err)
 		return res
@@ -143,17 +163,11 @@ func (p *httpPoller) Poll(ctx context.Context) Result {
 	res.StatusCode = resp.StatusCode
 
 	switch {
+	case resp.StatusCode == http.StatusNotModified && sent:
+		res.Bytes, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		res.NotModified = true
 	case p.expected(resp.StatusCode):
-		// Read to EOF (so the connection is reused) but never past the limit:
-		// a longer body is closed unread, which drops its connection.
-		n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, p.maxBody+1))
-		res.Bytes = n
-		switch {
-		case err != nil:
-			res.Err = p.transportError(ctx, fmt.Errorf("reading body: %w", err))
-		case n > p.maxBody:
-			res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", p.maxBody)
-		}
+		p.readBody(ctx, resp, &res)
 	case resp.StatusCode == http.StatusTooManyRequests ||
 		resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
 		res.Bytes, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
@@ -165,6 +179,45 @@ func (p *httpPoller) Poll(ctx context.Context) Result {
 		res.Err = p.errorf(nil, "%s", status(resp))
 	}
 	return res
+}
+
+// readBody reads and digests the body of a successful answer into res: to
+// EOF (so the connection is reused) but never past max_body, a longer body
+// being closed unread (which drops its connection) and a failure. Only a
+// body read whole has a digest; a 200's validators come with it.
+func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Result) {
+	d := newDigester()
+	d.size(resp.ContentLength, p.maxBody+1)
+	n, err := d.ReadFrom(io.LimitReader(resp.Body, p.maxBody+1))
+	res.Bytes = n
+	switch {
+	case err != nil:
+		res.Err = p.transportError(ctx, fmt.Errorf("reading body: %w", err))
+	case n > p.maxBody:
+		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", p.maxBody)
+	default:
+		res.Digest = d.hex()
+		if resp.StatusCode == http.StatusOK {
+			res.ETag, res.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+		}
+	}
+}
+
+// conditional adds v to req as If-None-Match and If-Modified-Since, each
+// unless v lacks it or the source's headers set it already, and reports
+// whether it added one: a 304 is an unchanged result only then (otherwise
+// it is judged by expect_status like any status).
+func conditional(req *http.Request, v Validators) bool {
+	sent := false
+	if v.ETag != "" && req.Header.Get("If-None-Match") == "" {
+		req.Header.Set("If-None-Match", v.ETag)
+		sent = true
+	}
+	if v.LastModified != "" && req.Header.Get("If-Modified-Since") == "" {
+		req.Header.Set("If-Modified-Since", v.LastModified)
+		sent = true
+	}
+	return sent
 }
 
 // newRequest builds the request of one poll.

@@ -94,6 +94,9 @@ func TestHTTPStatus(t *testing.T) {
 			if tt.code == http.StatusNoContent {
 				wantRes.Bytes = 0
 			}
+			if tt.err == "" { // a success has the digest of its body
+				wantRes.Digest = sha([]byte("hello")[:wantRes.Bytes])
+			}
 			if res != wantRes {
 				t.Errorf("got %+v, want %+v", res, wantRes)
 			}

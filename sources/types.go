@@ -27,6 +27,34 @@ type Result struct {
 	// (errors.Is(Err, ErrLocal)): the scheduler counts it apart and never
 	// against the source (see ErrLocal).
 	Local bool
+
+	// The result (contract 9.1, 9.2). Digest is the SHA-256 (hex) of the
+	// body of a successful http poll or the stdout of a successful exec
+	// poll, computed while reading it; "" otherwise and for a 304.
+	Digest string
+	// NotModified is true for a 304 answer to a conditional GET: a
+	// successful poll whose result is unchanged (Digest "").
+	NotModified bool
+	// ETag and LastModified are the validators of a successful 200 answer
+	// ("" when it had none), to send with the next GET once the result is
+	// delivered (see Validators).
+	ETag, LastModified string
+}
+
+// Validators are the ETag and Last-Modified of the last delivered 200
+// answer of an http source, sent as If-None-Match and If-Modified-Since
+// (contract 9.1). The zero value sends neither.
+type Validators struct {
+	ETag, LastModified string
+}
+
+// ConditionalPoller is a Poller that can send a conditional request: the
+// http poller. PollSince is Poll with the validators of the last delivered
+// result; a source with conditional: false, or whose method is not GET,
+// ignores them.
+type ConditionalPoller interface {
+	Poller
+	PollSince(ctx context.Context, v Validators) Result
 }
 
 // Poller performs one poll. Poll must return promptly once ctx is done

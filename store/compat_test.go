@@ -108,8 +108,10 @@ func sqliteSchema(t *testing.T, db *sql.DB) map[string]string {
 // addedColumns) as tableShape shows them: what opening a round-1 store
 // adds, and all that it changes in the schema.
 var addedShapes = map[string][]string{
-	"source_states": {"last_error_at INTEGER null pk0 default "},
-	"commands":      {"status TEXT not null pk0 default 'pending'"},
+	"source_states": {"last_error_at INTEGER null pk0 default ", "etag TEXT null pk0 default ",
+		"last_modified TEXT null pk0 default ", "digest TEXT null pk0 default ",
+		"last_changed_at INTEGER null pk0 default ", "changes_total INTEGER null pk0 default "},
+	"commands": {"status TEXT not null pk0 default 'pending'"},
 }
 
 // TestSchema3StoreReadsAsBefore: a store written by round 1 opens, reads
@@ -142,12 +144,20 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 		if st.LastErrorAt != nil {
 			t.Errorf("%s: LastErrorAt %v in a round-1 state", st.Name, st.LastErrorAt)
 		}
+		if st.ETag != "" || st.LastModified != "" || st.Digest != "" || st.LastChangedAt != nil || st.ChangesTotal != 0 {
+			t.Errorf("%s: a result (%q %q %q %v %d) in a round-1 state", st.Name, st.ETag, st.LastModified, st.Digest, st.LastChangedAt, st.ChangesTotal)
+		}
 	}
 	got, err := json.MarshalIndent(reads, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = bytes.ReplaceAll(got, []byte(",\n      \"LastErrorAt\": null"), nil)
+	for _, added := range []string{`"LastErrorAt": null`, `"ETag": ""`, `"LastModified": ""`, `"Digest": ""`,
+		`"LastChangedAt": null`, `"ChangesTotal": 0`} {
+		got = bytes.ReplaceAll(got, []byte(",\n      "+added), nil)
+	}
+	// Round 1's records are unchanged, without a digest.
+	got = bytes.ReplaceAll(got, []byte(",\n        \"changed\": false,\n        \"digest\": \"\""), nil)
 	got = bytes.ReplaceAll(got, []byte(",\n      \"Status\": \"\""), nil)
 	want, err := os.ReadFile(filepath.Join("testdata", "schema3.json"))
 	if err != nil {

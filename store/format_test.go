@@ -26,8 +26,29 @@ func goldenRecords() []PollRecord {
 	}
 }
 
-// goldenV1 is goldenRecords packed by appendRecord: each record is the
-// version byte 01, then its fields in order.
+// goldenResults are goldenRecords with the fields of version 3: a changed
+// result with a SHA-256 digest (of "abc"), an unchanged one with the same
+// digest, and a digest that is not 32 bytes of hex (kept as text).
+func goldenResults() []PollRecord {
+	recs := goldenRecords()
+	const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	recs[0].Changed, recs[0].Digest = true, abc
+	recs[1].Digest = abc
+	recs[4].Changed, recs[4].Digest = true, "md5:900150983cd24fb0"
+	return recs
+}
+
+// goldenV3 is goldenResults packed by appendRecord: each record is the
+// version byte 03, then the fields of version 1, then the result's flags
+// (01 changed, 02 raw SHA-256, 04 digest text) and the digest.
+const goldenV3 = "030280c9ade3a4dfb00618010001900306" + "03ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" +
+	"030480e5c99ca5dfb006e0d403020f3530322042616420476174657761790" + "1ec071402ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" +
+	"03068081e6d5a5dfb00602030334323901da060000" +
+	"0308809d828fa6dfb0060a040002010000" +
+	"030a80b99ec8a6dfb0060000036e657700030000800105146d64353a39303031353039383363643234666230"
+
+// goldenV1 is goldenRecords packed by the version-1 writer (before change
+// detection): each record is the version byte 01, then its fields in order.
 const goldenV1 = "010280c9ade3a4dfb00618010001900306010480e5c99ca5dfb006e0d403020f35303220426164204761746577617901" +
 	"ec071401068081e6d5a5dfb00602030334323901da06000108809d828fa6dfb0060a0400020100010a80b99ec8a6dfb0060000036e6577000300008001"
 
@@ -54,25 +75,43 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-// TestRecordFormatGolden: appendRecord writes exactly the golden bytes,
-// and they decode to the records.
+// TestRecordFormatGolden: appendRecord writes exactly the golden bytes of
+// version 3, and they decode to the records; version-1 blobs still decode
+// (unchanged, no digest), alone and followed by version-3 records.
 func TestRecordFormatGolden(t *testing.T) {
-	recs := goldenRecords()
+	recs := goldenResults()
 	var blob []byte
 	for i := range recs {
 		blob = appendRecord(blob, &recs[i], int64(i+1))
 	}
-	if got := hex.EncodeToString(blob); got != goldenV1 {
-		t.Errorf("packed records:\n got  %s\n want %s", got, goldenV1)
+	if got := hex.EncodeToString(blob); got != goldenV3 {
+		t.Errorf("packed records:\n got  %s\n want %s", got, goldenV3)
 	}
-	got, err := decodeBlob("a", mustHex(t, goldenV1))
+	want := goldenResults()
+	for i := range want {
+		want[i].Source, want[i].Seq = "a", int64(i+1)
+	}
+	got, err := decodeBlob("a", mustHex(t, goldenV3))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("golden blob decodes to %+v, %v; want %+v", got, err, want)
+	}
+	got, err = decodeBlob("a", mustHex(t, goldenV1))
 	if err != nil || !reflect.DeepEqual(got, wantGolden("a")) {
-		t.Errorf("golden blob decodes to %+v, %v; want %+v", got, err, wantGolden("a"))
+		t.Errorf("version-1 blob decodes to %+v, %v; want %+v", got, err, wantGolden("a"))
+	}
+	mixed := append(mustHex(t, goldenV1), mustHex(t, goldenV3)...)
+	got, err = decodeBlob("a", mixed)
+	if err != nil || len(got) != 10 || !reflect.DeepEqual(got[5:], want) || !reflect.DeepEqual(got[:5], wantGolden("a")) {
+		t.Errorf("version 1 + version 3 decodes to %+v, %v", got, err)
+	}
+	// A truncated digest is corrupt, not a shorter digest.
+	if _, err := decodeBlob("a", mustHex(t, goldenV3)[:40]); !errors.Is(err, errCorrupt) {
+		t.Errorf("truncated digest: err %v, want errCorrupt", err)
 	}
 }
 
 // TestLegacyBlobDecodes: blobs of the first schema-3 stores (no version
-// byte) still decode, alone and followed by records of version 1, as a
+// byte) still decode, alone and followed by records of version 3, as a
 // tail of such a store is after the upgrade.
 func TestLegacyBlobDecodes(t *testing.T) {
 	legacy := mustHex(t, goldenLegacy)
@@ -86,12 +125,13 @@ func TestLegacyBlobDecodes(t *testing.T) {
 	want := append(wantGolden("a"), r)
 	want[5].Source, want[5].Seq = "a", 6
 	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("legacy + version 1 decodes to %+v, %v; want %+v", got, err, want)
+		t.Errorf("legacy + version 3 decodes to %+v, %v; want %+v", got, err, want)
 	}
-	// An odd first byte other than 01 is a format this pacer does not know.
-	_, err = decodeBlob("a", append([]byte{0x03}, mustHex(t, goldenV1)[1:]...))
+	// An odd first byte other than 01 and 03 is a format this pacer does
+	// not know.
+	_, err = decodeBlob("a", append([]byte{0x05}, mustHex(t, goldenV1)[1:]...))
 	if !errors.Is(err, errCorrupt) {
-		t.Errorf("record of version 03: err %v, want errCorrupt", err)
+		t.Errorf("record of version 05: err %v, want errCorrupt", err)
 	}
 }
 

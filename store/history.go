@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -79,20 +80,34 @@ const (
 	flagExit
 )
 
-// recordV1 is the version byte that starts every record appended today.
+// recordV1 was the version byte of every record before change detection.
 // Blobs are concatenated by SQL (a tail grows by each commit's records, a
 // block is a tail moved), so a version byte at the start of a blob would
 // end up in the middle: each record carries its own, and a blob may mix
 // versions. The first round of schema-3 stores wrote records without one;
 // their first byte is that of a zigzag varint of Seq >= 1, which is even,
-// so a version byte is odd: 1 now, 3, 5, ... for the formats to come.
+// so a version byte is odd: 1, 3, 5, ... for the formats to come.
 const recordV1 = 0x01
+
+// recordV3 is the version byte of every record appended today: version 1's
+// fields, then a flags byte (resultChanged, resultDigest, resultDigestText)
+// and the digest, 32 raw bytes for a SHA-256 in hex, or else its text.
+// (The next format after 01 is 03, not 02: an even first byte is a record
+// of the unversioned format.)
+const recordV3 = 0x03
+
+// Flags of a version-3 record's result.
+const (
+	resultChanged    = 1 << iota // Changed
+	resultDigest                 // Digest is 32 bytes in hex: they follow, raw
+	resultDigestText             // Digest is something else: its text follows
+)
 
 // appendRecord appends r, packed, to b: the version byte, then Seq, start
 // (µs), duration, outcome, error, status and exit codes when present,
 // bytes. The source is not stored: it is the row's.
 func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
-	b = append(b, recordV1)
+	b = append(b, recordV3)
 	b = binary.AppendVarint(b, seq)
 	b = binary.AppendVarint(b, micros(r.StartedAt))
 	b = binary.AppendVarint(b, r.DurationMs)
@@ -116,7 +131,32 @@ func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
 	if r.ExitCode != nil {
 		b = binary.AppendVarint(b, int64(*r.ExitCode))
 	}
-	return binary.AppendVarint(b, r.Bytes)
+	b = binary.AppendVarint(b, r.Bytes)
+	return appendResult(b, r)
+}
+
+// appendResult appends a version-3 record's change flags and digest.
+func appendResult(b []byte, r *PollRecord) []byte {
+	var flags byte
+	if r.Changed {
+		flags |= resultChanged
+	}
+	raw, err := hex.DecodeString(r.Digest)
+	switch {
+	case r.Digest == "":
+	case err == nil && len(raw) == 32:
+		flags |= resultDigest
+	default:
+		flags |= resultDigestText
+	}
+	b = append(b, flags)
+	switch {
+	case flags&resultDigest != 0:
+		b = append(b, raw...)
+	case flags&resultDigestText != 0:
+		b = appendString(b, r.Digest)
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -179,10 +219,12 @@ func (d *recordReader) next(source string) (r PollRecord, ok bool) {
 	}
 	r.Source = source
 	// A record without a version byte (an even first byte) is of the
-	// unversioned format, which version 1 kept field for field.
-	if v := d.b[0]; v&1 == 1 {
+	// unversioned format, which version 1 kept field for field; version 3
+	// adds the result's fields at the end.
+	var v byte
+	if v = d.b[0]; v&1 == 1 {
 		d.b = d.b[1:]
-		if v != recordV1 {
+		if v != recordV1 && v != recordV3 {
 			d.err = fmt.Errorf("%w: unknown record format %#02x", errCorrupt, v)
 			return r, false
 		}
@@ -208,7 +250,27 @@ func (d *recordReader) next(source string) (r PollRecord, ok bool) {
 		r.ExitCode = &v
 	}
 	r.Bytes = d.varint()
+	if v == recordV3 {
+		d.result(&r)
+	}
 	return r, d.err == nil
+}
+
+// result decodes a version-3 record's change flags and digest into r.
+func (d *recordReader) result(r *PollRecord) {
+	flags := d.byte()
+	r.Changed = flags&resultChanged != 0
+	switch {
+	case flags&resultDigest != 0:
+		if len(d.b) < 32 {
+			d.fail()
+			return
+		}
+		r.Digest = hex.EncodeToString(d.b[:32])
+		d.b = d.b[32:]
+	case flags&resultDigestText != 0:
+		r.Digest = d.string()
+	}
 }
 
 // decodeBlob returns the records packed in b, in the order they were

@@ -48,6 +48,13 @@ type stateModel struct {
 	// LastErrorAt came after the first schema-3 stores: an additive column
 	// (addedColumns), NULL in the rows written before it.
 	LastErrorAt *int64
+	// The last delivered result's validators and digest, when it changed
+	// and how often (contract 9.1, 9.2): additive columns, NULL before.
+	ETag          *string `gorm:"column:etag"`
+	LastModified  *string
+	Digest        *string
+	LastChangedAt *int64
+	ChangesTotal  *int64
 }
 
 // TableName pins the table of stateModel.
@@ -70,7 +77,18 @@ func (m *stateModel) state() SourceState {
 		BreakerUntil: t(m.BreakerUntil), ErrorReason: m.ErrorReason, Paused: m.Paused, PausedReason: m.PausedReason,
 		PollsTotal: m.PollsTotal, FailuresTotal: m.FailuresTotal, ThrottledTotal: m.ThrottledTotal,
 		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt), LastErrorAt: t(m.LastErrorAt),
+		ETag: deref(m.ETag), LastModified: deref(m.LastModified), Digest: deref(m.Digest),
+		LastChangedAt: t(m.LastChangedAt), ChangesTotal: deref(m.ChangesTotal),
 	}
+}
+
+// deref is *p, or the zero value for nil (a NULL column).
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // tailModel is a row of history_tail: a source's newest records, packed
@@ -145,6 +163,11 @@ type addedColumn struct {
 func addedColumns() []addedColumn {
 	return []addedColumn{
 		{&stateModel{}, "LastErrorAt", ""},
+		{&stateModel{}, "ETag", ""},
+		{&stateModel{}, "LastModified", ""},
+		{&stateModel{}, "Digest", ""},
+		{&stateModel{}, "LastChangedAt", ""},
+		{&stateModel{}, "ChangesTotal", ""},
 		// A command done before the column existed is done.
 		{&Command{}, "Status", "UPDATE " + tableCommands + " SET status = '" + CommandDone + "' WHERE done_at IS NOT NULL"},
 	}

@@ -52,18 +52,22 @@ func fromNullMicros(us sql.NullInt64) *time.Time {
 // scanState reads one row of stateColumns.
 func scanState(r *sql.Rows) (SourceState, error) {
 	var st SourceState
-	var next, last, success, until, lastErr sql.NullInt64
+	var next, last, success, until, lastErr, changed, changes sql.NullInt64
+	var etag, modified, digest sql.NullString
 	var updated int64
 	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
 		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
 		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
-		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr)
+		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr,
+		&etag, &modified, &digest, &changed, &changes)
 	if err != nil {
 		return SourceState{}, err
 	}
 	st.NextRunAt, st.LastRunAt = fromNullMicros(next), fromNullMicros(last)
 	st.LastSuccessAt, st.BreakerUntil = fromNullMicros(success), fromNullMicros(until)
 	st.UpdatedAt, st.LastErrorAt = fromMicros(updated), fromNullMicros(lastErr)
+	st.ETag, st.LastModified, st.Digest = etag.String, modified.String, digest.String
+	st.LastChangedAt, st.ChangesTotal = fromNullMicros(changed), changes.Int64
 	return st, nil
 }
 

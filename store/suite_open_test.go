@@ -20,7 +20,9 @@ func testReopenKeepsData(t *testing.T, dsn string) {
 	}
 	full := fullState("a")
 	before := time.Now()
-	save(t, s, []store.SourceState{full}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	rec := record("a", base(), store.OutcomeSuccess)
+	rec.Changed, rec.Digest = true, full.Digest
+	save(t, s, []store.SourceState{full}, []store.PollRecord{rec}, 10)
 	after := time.Now()
 	c := &store.Command{Source: "a", Action: "pause"}
 	if err := s.EnqueueCommand(t.Context(), c); err != nil {
@@ -32,8 +34,10 @@ func testReopenKeepsData(t *testing.T, dsn string) {
 
 	s = openAt(t, dsn, store.Options{})
 	checkState(t, mustGet(t, s, "a"), full, before, after)
-	if h, err := s.History(t.Context(), "a", 10); err != nil || len(h) != 1 {
-		t.Errorf("History after reopen = %d, %v", len(h), err)
+	// The validators, digest and change counters of the state (checkState)
+	// and of the record survive the restart.
+	if h, err := s.History(t.Context(), "a", 10); err != nil || len(h) != 1 || !h[0].Changed || h[0].Digest != full.Digest {
+		t.Errorf("History after reopen = %+v, %v; want 1 changed record with digest %s", h, err, full.Digest)
 	}
 	if p, err := s.PendingCommands(t.Context()); err != nil || len(p) != 1 || p[0].ID != c.ID {
 		t.Errorf("PendingCommands after reopen = %+v, %v", p, err)

@@ -114,6 +114,11 @@ func fullState(name string) store.SourceState {
 		ThrottledTotal:       3,
 		HistorySeq:           12,
 		UpdatedAt:            b.Add(-24 * time.Hour), // replaced by the commit time
+		ETag:                 `W/"5f3a-9c"`,
+		LastModified:         "Tue, 01 Dec 2026 10:00:00 GMT",
+		Digest:               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		LastChangedAt:        ptr(b.Add(-2 * time.Hour)),
+		ChangesTotal:         41,
 	}
 }
 
@@ -124,6 +129,7 @@ func wantState(st store.SourceState, got store.SourceState) store.SourceState {
 	st.LastSuccessAt = storedPtr(st.LastSuccessAt)
 	st.BreakerUntil = storedPtr(st.BreakerUntil)
 	st.LastErrorAt = storedPtr(st.LastErrorAt)
+	st.LastChangedAt = storedPtr(st.LastChangedAt)
 	st.UpdatedAt = got.UpdatedAt
 	return st
 }
@@ -140,6 +146,7 @@ func checkState(t *testing.T, got, in store.SourceState, before, after time.Time
 	for what, tm := range map[string]*time.Time{
 		"NextRunAt": got.NextRunAt, "LastRunAt": got.LastRunAt, "LastSuccessAt": got.LastSuccessAt,
 		"BreakerUntil": got.BreakerUntil, "UpdatedAt": &got.UpdatedAt, "LastErrorAt": got.LastErrorAt,
+		"LastChangedAt": got.LastChangedAt,
 	} {
 		checkUTC(t, what, tm)
 	}

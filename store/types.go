@@ -44,6 +44,18 @@ type SourceState struct {
 	// so that saving a record needs no read of the records table.
 	HistorySeq int64
 	UpdatedAt  time.Time
+
+	// The last delivered result (contract 9.1, 9.2): the validators of its
+	// 200 answer (ETag, Last-Modified; "" for none), sent on the next GET,
+	// and the SHA-256 of its body or stdout (hex), to which the next
+	// result is compared. Saved in the same commit as the rest of the state.
+	ETag         string
+	LastModified string
+	Digest       string
+	// LastChangedAt is the end of the last poll whose result changed; nil
+	// for none. ChangesTotal counts those polls.
+	LastChangedAt *time.Time
+	ChangesTotal  int64
 }
 
 // PollRecord is one entry of a source's poll history.
@@ -62,6 +74,13 @@ type PollRecord struct {
 	StatusCode *int      `json:"status_code,omitempty"`
 	ExitCode   *int      `json:"exit_code,omitempty"`
 	Bytes      int64     `json:"bytes"`
+	// Changed reports a successful poll whose result differs from the last
+	// delivered one (contract 9.2); false for an unchanged result (equal
+	// digest, or a 304) and for any other outcome.
+	Changed bool `json:"changed"`
+	// Digest is the SHA-256 (hex) of the body or stdout of a successful
+	// poll; "" for a 304 or a failure.
+	Digest string `json:"digest"`
 }
 
 // Command is a request from the CLI to a running daemon (reset, pause,

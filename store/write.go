@@ -33,7 +33,8 @@ const rowSizes = 7
 // them; stateArgs binds skey first, then these.
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
-	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at, last_error_at"
+	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at, last_error_at, " +
+	"etag, last_modified, digest, last_changed_at, changes_total"
 
 // tailColumns and blockColumns list the columns of a tail and of a block in
 // the order SaveBatch binds and copies them.
@@ -187,7 +188,16 @@ func stateArgs(row *stateRow, dst []any) []any {
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt),
-		microsPtr(st.LastErrorAt))
+		microsPtr(st.LastErrorAt), nullString(st.ETag), nullString(st.LastModified), nullString(st.Digest),
+		microsPtr(st.LastChangedAt), st.ChangesTotal)
+}
+
+// nullString is s, or NULL for "" (the additive text columns are nullable).
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // checkColumns compares the column lists of the hand-written SQL with the
