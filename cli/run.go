@@ -48,42 +48,72 @@ func cmdRun(args []string, env Env) (err error) {
 	lock, states := pre.take(cfg.Store)
 	log := newLogger(cfg.Log, env)
 	logNotes(log, cfg)
-	redact := cfg.Redactor()
 	// From here on an error may quote an expanded ${VAR} value (the store
 	// path, the listen address): rule 3.12 masks it, with the secrets of
 	// the config in force (f.cfg, which a reload replaces).
 	defer f.redact(&err)
 
-	clustered := cfg.Cluster.Set
-	if clustered {
-		// A member of a cluster shares the store (rule 8): the preload's
-		// exclusive lock is given back for the shared one.
-		if lock != nil {
-			if err := lock.Release(); err != nil {
-				return err
-			}
-		}
-		if lock, err = memberLock(cfg.Store); err != nil {
-			return err
-		}
-	}
-	if lock == nil && !clustered {
-		if lock, err = store.AcquireLock(cfg.Store); err != nil {
-			return err
-		}
+	if lock, err = daemonLock(cfg, lock); err != nil {
+		return err
 	}
 	if lock != nil {
 		defer lock.Release()
 	}
 	st, err := store.Open(cfg.Store, store.Options{Logger: log, Lock: lock, NewStore: *newStore || envTrue(env, "PACER_NEW_STORE")})
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", redact.Redact(cfg.Store), err)
+		return fmt.Errorf("open store %s: %w", cfg.Redactor().Redact(cfg.Store), err)
 	}
 	defer st.Close()
 
-	token, err := readToken(cfg.Admin.TokenFile)
+	d, err := newRunner(cfg, st, log)
 	if err != nil {
 		return err
+	}
+	defer d.closeListener()
+	if err := d.start(states); err != nil {
+		return err
+	}
+	restoreGC()
+	return d.serve(f, env)
+}
+
+// daemonLock is the lock a daemon on cfg's store holds: the preload's
+// (nil if it took none) or a new one; a member of a cluster gives the
+// preload's exclusive lock back for the shared one (rule 8).
+func daemonLock(cfg *config.Config, lock *store.Lock) (*store.Lock, error) {
+	if cfg.Cluster.Set {
+		if lock != nil {
+			if err := lock.Release(); err != nil {
+				return nil, err
+			}
+		}
+		return memberLock(cfg.Store)
+	}
+	if lock != nil {
+		return lock, nil
+	}
+	return store.AcquireLock(cfg.Store)
+}
+
+// runner is what `pacer run` runs once its store is open: the scheduler,
+// the cluster member (nil on a single daemon), the admin server (nil
+// without admin.listen) and the signals it answers.
+type runner struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	sched *scheduler.Scheduler
+	mb    *member
+	srv   *http.Server
+	ln    net.Listener
+	sigs  chan os.Signal
+	conc  int // the effective concurrency cap, for the start line
+}
+
+// newRunner builds the daemon's parts; nothing runs yet.
+func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, error) {
+	token, err := readToken(cfg.Admin.TokenFile)
+	if err != nil {
+		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -93,110 +123,137 @@ func cmdRun(args []string, env Env) (err error) {
 		log.Warn("exec polls cannot find descendants that leave their process group", "err", err)
 	}
 	fdLimit := descriptorCap(cfg.Concurrency, log)
-	conc := cfg.Concurrency
+	d := &runner{cfg: cfg, log: log, conc: cfg.Concurrency}
 	if fdLimit > 0 {
-		conc = min(conc, fdLimit)
+		d.conc = min(d.conc, fdLimit)
 	}
-	var sched *scheduler.Scheduler
-	var mb *member
 	var own scheduler.Ownership
-	if clustered {
-		if mb, err = newMember(cfg, st, log, &sched); err != nil {
-			return err
+	if cfg.Cluster.Set {
+		if d.mb, err = newMember(cfg, st, log, &d.sched); err != nil {
+			return nil, err
 		}
-		own = mb.m
+		own = d.mb.m
 	}
-	sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own})
+	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var clusterView admin.ClusterView
-	if mb != nil {
-		if err := mb.register(reg, sched); err != nil {
-			return fmt.Errorf("cluster metrics: %w", err)
+	if d.mb != nil {
+		if err := d.mb.register(reg, d.sched); err != nil {
+			return nil, fmt.Errorf("cluster metrics: %w", err)
 		}
-		clusterView = mb
+		clusterView = d.mb
 	}
-
-	var srv *http.Server
-	var ln net.Listener
-	if cfg.Admin.Listen != "" {
-		ln, err = net.Listen("tcp", cfg.Admin.Listen)
-		if err != nil {
-			return fmt.Errorf("admin.listen: %w", err)
-		}
-		defer ln.Close() // Serve closes it too; this covers a failed start
-		var dash *dashboard.Dashboard
-		if dash, err = dashboard.New(sched, dashboard.Options{Token: token, Logger: log}); err != nil {
-			return err
-		}
-		// At most adminConns connections (and one being accepted): the
-		// admin port's share of the descriptor headroom (rule 7.3).
-		lim := admin.LimitListener(ln, adminConns)
-		ln = lim
-		srv = admin.NewServer(admin.NewHandler(sched, reg, admin.Options{Token: token, Logger: log, Dashboard: dash, Cluster: clusterView}), lim)
+	if err := d.listen(token, reg, clusterView); err != nil {
+		d.closeListener()
+		return nil, err
 	}
+	return d, nil
+}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	if states != nil {
-		err = sched.StartFrom(states)
-	} else {
-		err = sched.Start(context.Background())
+// listen opens the admin listener (none without admin.listen) and builds
+// its server: the API, the metrics and the status page.
+func (d *runner) listen(token string, reg *prometheus.Registry, clusterView admin.ClusterView) error {
+	if d.cfg.Admin.Listen == "" {
+		return nil
 	}
+	ln, err := net.Listen("tcp", d.cfg.Admin.Listen)
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	d.ln = ln
+	dash, err := dashboard.New(d.sched, dashboard.Options{Token: token, Logger: d.log})
 	if err != nil {
 		return err
 	}
-	if mb != nil {
-		mb.start()
-		log.Info("cluster member started", "member", mb.m.Name(), "lease", cfg.Cluster.Lease, "cluster_concurrency", cfg.Cluster.Concurrency)
+	// At most adminConns connections (and one being accepted): the admin
+	// port's share of the descriptor headroom (rule 7.3).
+	lim := admin.LimitListener(ln, adminConns)
+	d.ln = lim
+	d.srv = admin.NewServer(admin.NewHandler(d.sched, reg, admin.Options{Token: token, Logger: d.log, Dashboard: dash, Cluster: clusterView}), lim)
+	return nil
+}
+
+// closeListener closes the admin listener: Serve closes it too; this
+// covers a failed start.
+func (d *runner) closeListener() {
+	if d.ln != nil {
+		_ = d.ln.Close()
 	}
-	if srv != nil {
+}
+
+// start installs the signal handlers, then starts the scheduler (from the
+// preloaded states when there are some), the cluster member and the admin
+// server, in that order: READY=1 follows once every source is loaded.
+func (d *runner) start(states []store.SourceState) error {
+	d.sigs = make(chan os.Signal, 4)
+	signal.Notify(d.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	var err error
+	if states != nil {
+		err = d.sched.StartFrom(states)
+	} else {
+		err = d.sched.Start(context.Background())
+	}
+	if err != nil {
+		signal.Stop(d.sigs)
+		return err
+	}
+	if d.mb != nil {
+		d.mb.start()
+		d.log.Info("cluster member started", "member", d.mb.m.Name(), "lease", d.cfg.Cluster.Lease, "cluster_concurrency", d.cfg.Cluster.Concurrency)
+	}
+	if d.srv != nil {
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("admin server stopped", "err", err)
+			if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("admin server stopped", "err", err)
 			}
 		}()
 	}
-	restoreGC()
-	log.Info("pacer started", "version", Version, "sources", len(cfg.Sources), "concurrency", conc,
-		"store", redact.Redact(cfg.Store), "admin", redact.Redact(cfg.Admin.Listen), "pid", os.Getpid())
-	status := func() string { return statusLine(sched.Summary()) }
+	return nil
+}
+
+// serve reports ready, answers SIGHUP with a reload until SIGTERM or
+// SIGINT, then shuts down: the admin server and the polls stop together,
+// the member leaves once the polls' states are committed (rule 3.10).
+func (d *runner) serve(f *flags, env Env) error {
+	defer signal.Stop(d.sigs)
+	redact := d.cfg.Redactor()
+	d.log.Info("pacer started", "version", Version, "sources", len(d.cfg.Sources), "concurrency", d.conc,
+		"store", redact.Redact(d.cfg.Store), "admin", redact.Redact(d.cfg.Admin.Listen), "pid", os.Getpid())
+	status := func() string { return statusLine(d.sched.Summary()) }
 	sdNotify("READY=1\nSTATUS=" + status())
 	supCtx, stopSupervise := context.WithCancel(context.Background())
 	defer stopSupervise()
 	if wd := watchdogInterval(); wd > 0 || os.Getenv("NOTIFY_SOCKET") != "" {
-		go supervise(supCtx, wd, 10*time.Second, func(ctx context.Context) error { return sched.Healthy(ctx, max(wd/2, 2*time.Second)) },
-			status, sdNotify, log)
+		go supervise(supCtx, wd, 10*time.Second, func(ctx context.Context) error { return d.sched.Healthy(ctx, max(wd/2, 2*time.Second)) },
+			status, sdNotify, d.log)
 	}
-
-	for sig := range sigs {
+	for sig := range d.sigs {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
-			cfg = reload(f, env, log, sched, cfg)
-			if mb != nil {
-				mb.m.SetFingerprint(sourcesFingerprint(cfg))
+			d.cfg = reload(f, env, d.log, d.sched, d.cfg)
+			if d.mb != nil {
+				d.mb.m.SetFingerprint(sourcesFingerprint(d.cfg))
 			}
 			sdNotify("READY=1\nSTATUS=" + status())
 			continue
 		}
-		log.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+		d.log.Info("shutting down", "signal", sig.String(), "timeout", d.cfg.ShutdownTimeout)
 		sdNotify("STOPPING=1")
 		stopSupervise()
 		break
 	}
-	adminDone := stopAdmin(srv, min(2*time.Second, cfg.ShutdownTimeout))
-	err = sched.Shutdown(cfg.ShutdownTimeout)
-	if mb != nil {
-		mb.leave() // the polls have ended and their states are committed
+	adminDone := stopAdmin(d.srv, min(2*time.Second, d.cfg.ShutdownTimeout))
+	err := d.sched.Shutdown(d.cfg.ShutdownTimeout)
+	if d.mb != nil {
+		d.mb.leave() // the polls have ended and their states are committed
 	}
 	<-adminDone
 	if err != nil {
 		return err
 	}
-	log.Info("pacer stopped")
+	d.log.Info("pacer stopped")
 	return nil
 }
 
