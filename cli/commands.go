@@ -44,54 +44,16 @@ func cmdStatus(args []string, env Env) (err error) {
 		}
 		only = src
 	}
-	var states []store.SourceState
-	// Before any daemon has created the store there is nothing to read, and
-	// a store created here (by root, say) might not be writable by the
-	// service. A store deleted after a daemon ran on it is not read as
-	// empty: that is said.
-	if err := store.Vanished(cfg.Store); err != nil {
+	states, err := readStates(cfg, only)
+	if err != nil {
 		return err
-	}
-	if !store.Missing(cfg.Store) {
-		st, err := openStore(cfg)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		if only != nil {
-			// One source: one row, not the whole table.
-			s, found, err := st.GetState(context.Background(), only.Name)
-			if err != nil {
-				return err
-			}
-			if found {
-				states = append(states, s)
-			}
-		} else if states, err = st.LoadStates(context.Background()); err != nil {
-			return err
-		}
-	}
-	byName := make(map[string]store.SourceState, len(states))
-	for _, s := range states {
-		byName[s.Name] = s
 	}
 	owners, err := clusterOwners(cfg)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	redact := cfg.Redactor().Redact
-	// The daemon's queues are not in the store: Explain gets no QueueInfo.
-	view := func(src *config.Source) scheduler.Explained {
-		s, ok := byName[src.Name]
-		if !ok {
-			s = store.SourceState{Name: src.Name}
-		}
-		o := scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
-			Why: scheduler.Explain(src, &s, now, scheduler.QueueInfo{}, redact)}
-		o.Owner = owners.of(src)
-		return o
-	}
+	view := statusView(cfg, states, owners, now)
 	if only != nil {
 		o := view(only)
 		if *asJSON {
@@ -109,6 +71,61 @@ func cmdStatus(args []string, env Env) (err error) {
 	}
 	owners.print(env.Stdout, objs, now)
 	return nil
+}
+
+// readStates reads the stored states of every source, or of only, by name.
+// Before any daemon has created the store there is nothing to read (and a
+// store created here, by root say, might not be writable by the service);
+// a store deleted after a daemon ran on it is not read as empty: that is
+// said.
+func readStates(cfg *config.Config, only *config.Source) (map[string]store.SourceState, error) {
+	if err := store.Vanished(cfg.Store); err != nil {
+		return nil, err
+	}
+	if store.Missing(cfg.Store) {
+		return nil, nil
+	}
+	st, err := openStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var states []store.SourceState
+	if only != nil {
+		// One source: one row, not the whole table.
+		s, found, err := st.GetState(context.Background(), only.Name)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			states = append(states, s)
+		}
+	} else if states, err = st.LoadStates(context.Background()); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]store.SourceState, len(states))
+	for _, s := range states {
+		byName[s.Name] = s
+	}
+	return byName, nil
+}
+
+// statusView returns the source object (with the explanation and owner)
+// of a source from its stored state at now; a source never stored is
+// pending. The daemon's queues are not in the store: Explain gets no
+// QueueInfo.
+func statusView(cfg *config.Config, byName map[string]store.SourceState, owners shardOwners, now time.Time) func(*config.Source) scheduler.Explained {
+	redact := cfg.Redactor().Redact
+	return func(src *config.Source) scheduler.Explained {
+		s, ok := byName[src.Name]
+		if !ok {
+			s = store.SourceState{Name: src.Name}
+		}
+		o := scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
+			Why: scheduler.Explain(src, &s, now, scheduler.QueueInfo{}, redact)}
+		o.Owner = owners.of(src)
+		return o
+	}
 }
 
 // printStatusTable prints an aligned table a person can read at a glance.
@@ -248,14 +265,9 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
-	switch {
-	case allErrored != nil && *allErrored && len(pos) > 0:
-		return usagef("reset takes NAME... or -all-errored, not both")
-	case allErrored != nil && *allErrored:
-	case action == scheduler.ActionReset && len(pos) == 0:
-		return usagef("reset needs NAME... or -all-errored")
-	case action != scheduler.ActionReset && len(pos) != 1:
-		return usagef("%s takes one NAME", action)
+	all := allErrored != nil && *allErrored
+	if err := checkActionArgs(action, pos, all); err != nil {
+		return err
 	}
 	cfg, err := f.loadForStore(env)
 	if err != nil {
@@ -270,52 +282,16 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	if reason != nil {
 		why = *reason
 	}
+	st, pid, running, release, err := openForAction(cfg, action)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx := context.Background()
-	// A store deleted under (or after) a daemon: a command must not create
-	// a new, empty one, which the running daemon would never read.
-	if err := store.Vanished(cfg.Store); err != nil {
-		return err
-	}
-	pid, running, err := store.Holder(cfg.Store)
-	if err != nil {
-		return err
-	}
-	if !running && action == scheduler.ActionTrigger {
-		return fmt.Errorf("trigger needs a running daemon; none holds store %s", cfg.Redactor().Redact(cfg.Store))
-	}
-	var lock *store.Lock
-	if !running {
-		// Hold the daemon's lock while changing the store, so that a
-		// daemon starting meanwhile cannot load a half-applied change.
-		lock, err = store.AcquireLock(cfg.Store)
-		var le *store.LockedError
-		switch {
-		case errors.As(err, &le):
-			running, pid = true, le.PID
-		case err != nil:
-			return err
-		default:
-			defer lock.Release()
-		}
-	}
-	// The lock (when this command holds it) makes Open lock the database
-	// file and refuse to create one where the lock file records a store.
-	st, err := openStoreWith(cfg, store.Options{Lock: lock})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if allErrored != nil && *allErrored {
-		states, err := st.LoadStates(ctx)
-		if err != nil {
+	if all {
+		if pos, err = erroredSources(ctx, st, cfg); err != nil {
 			return err
 		}
-		for _, s := range states {
-			if _, ok := cfg.Source(s.Name); ok && s.ErrorReason != "" {
-				pos = append(pos, s.Name)
-			}
-		}
-		slices.Sort(pos)
 		if len(pos) == 0 {
 			fmt.Fprintln(env.Stdout, "no source is in error")
 			return nil
@@ -333,6 +309,81 @@ func cmdAction(action string, args []string, env Env) (err error) {
 		fmt.Fprintf(env.Stdout, "%s: %s\n", name, pastTense(action))
 	}
 	return nil
+}
+
+// checkActionArgs checks the names given to action (all: -all-errored).
+func checkActionArgs(action string, pos []string, all bool) error {
+	switch {
+	case all && len(pos) > 0:
+		return usagef("reset takes NAME... or -all-errored, not both")
+	case all:
+	case action == scheduler.ActionReset && len(pos) == 0:
+		return usagef("reset needs NAME... or -all-errored")
+	case action != scheduler.ActionReset && len(pos) != 1:
+		return usagef("%s takes one NAME", action)
+	}
+	return nil
+}
+
+// openForAction opens cfg's store for action and says whether a daemon
+// runs on it (and its pid). Without one it holds the daemon's lock while
+// the store is changed, so that a daemon starting meanwhile cannot load a
+// half-applied change; release closes the store and gives the lock back.
+// A store deleted under (or after) a daemon is refused: a command must not
+// create a new, empty one, which the running daemon would never read.
+func openForAction(cfg *config.Config, action string) (st *store.Store, pid int, running bool, release func(), err error) {
+	if err := store.Vanished(cfg.Store); err != nil {
+		return nil, 0, false, nil, err
+	}
+	if pid, running, err = store.Holder(cfg.Store); err != nil {
+		return nil, 0, false, nil, err
+	}
+	if !running && action == scheduler.ActionTrigger {
+		return nil, 0, false, nil, fmt.Errorf("trigger needs a running daemon; none holds store %s", cfg.Redactor().Redact(cfg.Store))
+	}
+	var lock *store.Lock
+	if !running {
+		lock, err = store.AcquireLock(cfg.Store)
+		var le *store.LockedError
+		switch {
+		case errors.As(err, &le):
+			running, pid, lock = true, le.PID, nil
+		case err != nil:
+			return nil, 0, false, nil, err
+		}
+	}
+	// The lock (when this command holds it) makes Open lock the database
+	// file and refuse to create one where the lock file records a store.
+	st, err = openStoreWith(cfg, store.Options{Lock: lock})
+	if err != nil {
+		if lock != nil {
+			_ = lock.Release()
+		}
+		return nil, 0, false, nil, err
+	}
+	release = func() {
+		_ = st.Close()
+		if lock != nil {
+			_ = lock.Release()
+		}
+	}
+	return st, pid, running, release, nil
+}
+
+// erroredSources lists, sorted, the configured sources in the error state.
+func erroredSources(ctx context.Context, st *store.Store, cfg *config.Config) ([]string, error) {
+	states, err := st.LoadStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range states {
+		if _, ok := cfg.Source(s.Name); ok && s.ErrorReason != "" {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func pastTense(action string) string {
