@@ -73,20 +73,26 @@ func cmdStatus(args []string, env Env) (err error) {
 	return nil
 }
 
-// readStates reads the stored states of every source, or of only, by name.
-// Before any daemon has created the store there is nothing to read (and a
-// store created here, by root say, might not be writable by the service);
-// a store deleted after a daemon ran on it is not read as empty: that is
-// said.
-func readStates(cfg *config.Config, only *config.Source) (map[string]store.SourceState, error) {
+// openExisting opens cfg's store to read it, or returns nil when there is
+// none yet. Before any daemon has created the store there is nothing to
+// read (and a store created here, by root say, might not be writable by
+// the service); a store deleted after a daemon ran on it is not read as
+// empty: that is said.
+func openExisting(cfg *config.Config) (*store.Store, error) {
 	if err := store.Vanished(cfg.Store); err != nil {
 		return nil, err
 	}
 	if store.Missing(cfg.Store) {
 		return nil, nil
 	}
-	st, err := openStore(cfg)
-	if err != nil {
+	return openStore(cfg)
+}
+
+// readStates reads the stored states of every source, or of only, by name
+// (none before the store exists: openExisting).
+func readStates(cfg *config.Config, only *config.Source) (map[string]store.SourceState, error) {
+	st, err := openExisting(cfg)
+	if err != nil || st == nil {
 		return nil, err
 	}
 	defer st.Close()
@@ -206,14 +212,11 @@ func cmdHistory(args []string, env Env) (err error) {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
 	var recs []store.PollRecord
-	if err := store.Vanished(cfg.Store); err != nil {
+	st, err := openExisting(cfg)
+	if err != nil {
 		return err
 	}
-	if !store.Missing(cfg.Store) {
-		st, err := openStore(cfg)
-		if err != nil {
-			return err
-		}
+	if st != nil {
 		defer st.Close()
 		// The store may briefly hold a few more than history.keep records.
 		if recs, err = st.History(context.Background(), pos[0], min(*n, cfg.History.Keep)); err != nil {
@@ -230,7 +233,13 @@ func cmdHistory(args []string, env Env) (err error) {
 		}
 		return printJSON(env.Stdout, recs)
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	printHistoryTable(env.Stdout, recs)
+	return nil
+}
+
+// printHistoryTable prints poll records as an aligned table.
+func printHistoryTable(w io.Writer, recs []store.PollRecord) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
 	for _, r := range recs {
 		code := "-"
@@ -242,8 +251,7 @@ func cmdHistory(args []string, env Env) (err error) {
 		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
 			r.DurationMs, code, r.Bytes, clip(r.Error, 80))
 	}
-	_ = tw.Flush()
-	return nil
+	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }
 
 // cmdAction runs reset, pause, resume and trigger. With a daemon running
