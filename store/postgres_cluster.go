@@ -371,18 +371,7 @@ func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]SourceState
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		st, err := scanState(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: load states: %w", err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: load states: %w", err)
-	}
-	return out, nil
+	return scanStates(rows, out)
 }
 
 // AcquireMemberLock is AcquireLock for a member of a cluster: the shared

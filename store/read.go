@@ -88,8 +88,13 @@ func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
+	return scanStates(rows, make([]SourceState, 0))
+}
+
+// scanStates appends the states of rows (a query of stateColumns) to out
+// and closes rows.
+func scanStates(rows *sql.Rows, out []SourceState) ([]SourceState, error) {
 	defer rows.Close()
-	out := make([]SourceState, 0)
 	for rows.Next() {
 		st, err := scanState(rows)
 		if err != nil {
