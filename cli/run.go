@@ -163,7 +163,11 @@ func (d *runner) listen(token string, reg *prometheus.Registry, clusterView admi
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	d.ln = ln
-	dash, err := dashboard.New(d.sched, dashboard.Options{Token: token, Logger: d.log})
+	var members dashboard.ClusterView
+	if clusterView != nil {
+		members = clusterView
+	}
+	dash, err := dashboard.New(d.sched, dashboard.Options{Token: token, Logger: d.log, Cluster: members})
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,21 @@ func namesField(file string, p Problem) bool {
 		// hold any character, dots included.
 		return true
 	}
+	// A problem of a whole source file (source_files) is named by that
+	// file, relative to the config's directory or absolute, with a line
+	// for a syntax error.
+	name := p.Path
+	if i := strings.LastIndexByte(name, ':'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(filepath.Dir(file), name)
+	}
+	if _, err := os.Stat(name); err == nil && strings.Contains(p.Msg, "source file") {
+		return true
+	}
 	// An unknown (or duplicate) top-level key is named as written; the
 	// redactor may have masked a part of it.
 	return p.Msg == "unknown key" || p.Msg == "duplicate key"

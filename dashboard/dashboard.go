@@ -66,6 +66,8 @@ type Options struct {
 	MaxSessions int
 	// RefreshEvery is the table's refresh period in the browser (default 5 s).
 	RefreshEvery time.Duration
+	// Cluster lists the members of this daemon's cluster (nil: none).
+	Cluster ClusterView
 }
 
 // Dashboard is the status page's handler.
@@ -78,6 +80,7 @@ type Dashboard struct {
 	sessions *sessions
 	refresh  time.Duration
 	mux      *http.ServeMux
+	cluster  ClusterView // nil on a single daemon
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -91,7 +94,7 @@ const (
 
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
-	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery}
+	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -59,6 +59,9 @@ type liveData struct {
 	Inflight   int
 	Limit      int
 	StoreErr   string // "" = ready
+	Clustered  bool   // a member of a cluster: Members is shown
+	Members    []memberView
+	MembersErr string
 	Query      listQuery
 	Rows       []rowView
 	Matched    int
@@ -135,6 +138,8 @@ func (d *Dashboard) liveData(ctx context.Context, q listQuery, b base) liveData 
 		l.StoreErr = err.Error()
 	}
 	cancel()
+	l.Clustered = d.cluster != nil
+	l.Members, l.MembersErr = d.members(ctx)
 	sel := selectRows(rows, q)
 	l.Matched, l.Page, l.Pages = sel.Matched, sel.Page, sel.Pages
 	l.Query.Page = sel.Page
