@@ -322,6 +322,34 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("brk polled %d times after the take-over; its breaker was open for a minute", n-badPolls)
 	}
 
+	// A trigger from the member that does not own brk (rule 8.5): its
+	// owner polls it once, past the open breaker, within 2 s.
+	var nonOwner *member
+	for _, n := range live {
+		if n != own["brk"] {
+			nonOwner = byName[n]
+		}
+	}
+	trigAt := time.Now()
+	if code, body := nonOwner.d.do(http.MethodPost, "/api/sources/brk/trigger", "", ""); code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("trigger of brk on %s (owner %s): %d %s", nonOwner.name, own["brk"], code, body)
+	}
+	eventually(t, 2*time.Second-time.Since(trigAt), "brk polled once by its owner after the trigger", func() error {
+		if n := u.Count("/bad"); n != badPolls+1 {
+			return errf("%d polls of brk since the trigger", n-badPolls)
+		}
+		return nil
+	})
+	t.Logf("trigger on %s of a source of %s polled within %v", nonOwner.name, own["brk"], time.Since(trigAt).Round(time.Millisecond))
+	// The probe failed: the breaker is open for another minute, and the
+	// trigger ran once.
+	never(t, time.Second, "brk polled again after the triggered probe", func() error {
+		if n := u.Count("/bad"); n != badPolls+1 {
+			return errf("%d polls of brk since the trigger, want 1", n-badPolls)
+		}
+		return nil
+	})
+
 	// SIGTERM of one of the two left.
 	stopped := byName[live[0]]
 	stopped.d.stop(15 * time.Second)
