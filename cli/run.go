@@ -56,14 +56,19 @@ func cmdRun(args []string, env Env) (err error) {
 	if lock, err = daemonLock(cfg, lock); err != nil {
 		return err
 	}
+	closed := true // the store closed in time: the lock may be given back
 	if lock != nil {
-		defer lock.Release()
+		defer func() {
+			if closed {
+				_ = lock.Release()
+			}
+		}()
 	}
 	st, err := store.Open(cfg.Store, store.Options{Logger: log, Lock: lock, NewStore: *newStore || envTrue(env, "PACER_NEW_STORE")})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", cfg.Redactor().Redact(cfg.Store), err)
 	}
-	defer st.Close()
+	defer func() { closed = closeStore(st, log, storeCloseGrace) }()
 
 	d, err := newRunner(cfg, st, log)
 	if err != nil {
@@ -75,6 +80,33 @@ func cmdRun(args []string, env Env) (err error) {
 	}
 	restoreGC()
 	return d.serve(f, env)
+}
+
+// storeCloseGrace bounds the store's Close at exit: a statement stuck in
+// SQLite's busy timeout (another process holds the write lock) would keep
+// the daemon up to 5 s past shutdown_timeout.
+const storeCloseGrace = time.Second
+
+// closeStore closes st within grace and reports whether it did. When it
+// did not, the daemon exits anyway (the process's exit closes what is
+// left, and the state that could not be committed was logged by the
+// final flush); its lock is then not given back before the exit, so that
+// no other daemon opens the store while this one still has it open.
+func closeStore(st *store.Store, log *slog.Logger, grace time.Duration) bool {
+	done := make(chan error, 1)
+	go func() { done <- st.Close() }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Warn("store: close", "err", err)
+		}
+		return true
+	case <-t.C:
+		log.Warn("store: close did not finish in time; exiting without waiting for it", "grace", grace)
+		return false
+	}
 }
 
 // daemonLock is the lock a daemon on cfg's store holds: the preload's
