@@ -3,21 +3,16 @@ package cluster_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"log/slog"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"go.uber.org/goleak"
 
 	"github.com/pacer-dev/pacer/cluster"
+	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -25,37 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newDSN creates a schema of its own on the server of PACER_TEST_POSTGRES
 // and returns a store URL on it; the test fails without the variable.
-func newDSN(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv("PACER_TEST_POSTGRES")
-	if server == "" {
-		t.Fatal("PACER_TEST_POSTGRES is not set: run scripts/test.sh, which starts a throwaway PostgreSQL 15 (Debian's postgresql-15)")
-	}
-	db, err := sql.Open("pgx", server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "c_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func newDSN(t *testing.T) string { return pgtest.Schema(t, "c_") }
 
 func openStore(t *testing.T, dsn string) *store.Store {
 	t.Helper()

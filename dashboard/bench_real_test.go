@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,25 +61,10 @@ func BenchmarkDashboardPageScheduler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range []struct{ name, path string }{
+	benchPages(b, d, []struct{ name, path string }{
 		{"first", "/"},
 		{"search", "/?q=source-0999"},
 		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
 		{"live-fragment", "/dash/live?sort=name&page=2"},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			var size int
-			for b.Loop() {
-				w := httptest.NewRecorder()
-				r := httptest.NewRequest(http.MethodGet, c.path, nil)
-				r.RemoteAddr = "127.0.0.1:1234"
-				d.ServeHTTP(w, r)
-				if w.Code != http.StatusOK {
-					b.Fatalf("GET %s: %d", c.path, w.Code)
-				}
-				size = w.Body.Len()
-			}
-			b.ReportMetric(float64(size), "bytes/page")
-		})
-	}
+	})
 }

@@ -91,13 +91,18 @@ func BenchmarkDashboardPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range []struct{ name, path string }{
+	benchPages(b, d, []struct{ name, path string }{
 		{"first", "/"},
 		{"filter", "/?state=error"},
 		{"search", "/?q=source-0999"},
 		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
 		{"live-fragment", "/dash/live?sort=name&page=2"},
-	} {
+	})
+}
+
+// benchPages times each page of pages on d, reporting its weight.
+func benchPages(b *testing.B, d *dashboard.Dashboard, pages []struct{ name, path string }) {
+	for _, c := range pages {
 		b.Run(c.name, func(b *testing.B) {
 			var size int
 			for b.Loop() {

@@ -37,52 +37,25 @@ func init() {
 // (BEGIN IMMEDIATE) before the daemon can claim it, says "locked", holds it
 // for hold, and exits.
 func cmdLockHelper(path, hold string) int {
-	d, err := time.ParseDuration(hold)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hold:", err)
-		return 2
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=20000")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
-		return 1
-	}
-	defer db.Close()
-	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "conn:", err)
-		return 1
-	}
-	defer conn.Close()
-	fmt.Println("ready")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var n int
-		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM commands WHERE done_at IS NULL").Scan(&n); err != nil {
-			fmt.Fprintln(os.Stderr, "poll:", err)
-			return 1
+	return holdWriteLock(path, hold, func(ctx context.Context, conn *sql.Conn) int {
+		fmt.Println("ready")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM commands WHERE done_at IS NULL").Scan(&n); err != nil {
+				fmt.Fprintln(os.Stderr, "poll:", err)
+				return 1
+			}
+			if n > 0 {
+				return 0
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, "no command queued within 30s")
+				return 1
+			}
+			time.Sleep(time.Millisecond) // the polling interval
 		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "no command queued within 30s")
-			return 1
-		}
-		time.Sleep(time.Millisecond) // the polling interval
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		fmt.Fprintln(os.Stderr, "begin immediate:", err)
-		return 1
-	}
-	fmt.Println("locked")
-	time.Sleep(d) // holding the lock is the helper's whole job
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		fmt.Fprintln(os.Stderr, "commit:", err)
-		return 1
-	}
-	return 0
+	})
 }
 
 // TestCLICommandUnderHeldWriteLock: the store's write lock is taken by

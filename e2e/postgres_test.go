@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/pacer-dev/pacer/internal/pgtest"
 )
 
 // pgStore creates a schema of its own on the server of PACER_TEST_POSTGRES
@@ -21,35 +18,12 @@ import (
 // never be shown. The test fails without the variable.
 func pgStore(t *testing.T) (dsn, password string) {
 	t.Helper()
-	server := os.Getenv("PACER_TEST_POSTGRES")
-	if server == "" {
-		t.Fatal("PACER_TEST_POSTGRES is not set: run scripts/test.sh, which starts a throwaway PostgreSQL 15 (Debian's postgresql-15)")
-	}
-	db, err := sql.Open("pgx", server)
+	u, err := url.Parse(pgtest.Schema(t, "e2e_"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "e2e_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	password = "pg-" + hex.EncodeToString(b)
+	password = "pg-" + pgtest.RandomHex(6)
 	u.User = url.UserPassword(u.User.Username(), password)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	return u.String(), password
 }
 

@@ -72,7 +72,12 @@ func init() {
 
 // lockHelper takes SQLite's write lock on path, says "locked", holds it for
 // hold, commits and exits.
-func lockHelper(path, hold string) int {
+func lockHelper(path, hold string) int { return holdWriteLock(path, hold, nil) }
+
+// holdWriteLock opens the SQLite store at path, runs before (if any) on its
+// connection, takes the write lock (BEGIN IMMEDIATE), says "locked", holds
+// it for hold, commits and returns the helper's exit code.
+func holdWriteLock(path, hold string, before func(ctx context.Context, conn *sql.Conn) int) int {
 	d, err := time.ParseDuration(hold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hold:", err)
@@ -91,6 +96,11 @@ func lockHelper(path, hold string) int {
 		return 1
 	}
 	defer conn.Close()
+	if before != nil {
+		if code := before(ctx, conn); code != 0 {
+			return code
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		fmt.Fprintln(os.Stderr, "begin immediate:", err)
 		return 1

@@ -192,19 +192,7 @@ func openPopulated(b *testing.B, n, depth int, withBare bool) *store.Store {
 	const chunk = 20_000
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
-		var states []store.SourceState
-		var recs []store.PollRecord
-		for i := lo; i < hi; i++ {
-			name := fmt.Sprintf("src-%06d", i)
-			st := healthyState(name, depth, t0)
-			st.HistorySeq = int64(depth)
-			states = append(states, st)
-			for d := range depth {
-				r := healthyRecord(name, t0.Add(time.Duration(d)*time.Second))
-				r.Seq = int64(d + 1)
-				recs = append(recs, r)
-			}
-		}
+		states, recs := healthyBatch(lo, hi, depth, t0)
 		if err := s.SaveBatch(context.Background(), states, recs, 100); err != nil {
 			b.Fatal(err)
 		}
@@ -508,4 +496,23 @@ func BenchmarkLoadStates(b *testing.B) {
 			}
 		}
 	})
+}
+
+// healthyBatch is the healthy states of sources src-lo to src-(hi-1), each
+// with depth records numbered from 1, seconds apart from t0.
+func healthyBatch(lo, hi, depth int, t0 time.Time) ([]store.SourceState, []store.PollRecord) {
+	var states []store.SourceState
+	var recs []store.PollRecord
+	for i := lo; i < hi; i++ {
+		name := fmt.Sprintf("src-%06d", i)
+		st := healthyState(name, depth, t0)
+		st.HistorySeq = int64(depth)
+		states = append(states, st)
+		for d := range depth {
+			r := healthyRecord(name, t0.Add(time.Duration(d)*time.Second))
+			r.Seq = int64(d + 1)
+			recs = append(recs, r)
+		}
+	}
+	return states, recs
 }

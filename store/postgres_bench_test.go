@@ -70,7 +70,7 @@ func serverCPU(b *testing.B, s *store.Store) func() time.Duration {
 	}
 	_, postmaster, err := procStat(backend, false)
 	if err != nil {
-		b.Fatalf("the server of %s does not run on this machine (%v): its CPU cannot be measured", postgresEnv, err)
+		b.Fatalf("the server of %s does not run on this machine (%v): its CPU cannot be measured", "PACER_TEST_POSTGRES", err)
 	}
 	return func() time.Duration {
 		total, _, err := procStat(postmaster, true)
@@ -106,19 +106,7 @@ func openPostgresPopulated(b *testing.B, n, depth int) *store.Store {
 	t0 := time.Now().Add(-24 * time.Hour)
 	const chunk = 5_000
 	for lo := 0; lo < n; lo += chunk {
-		var states []store.SourceState
-		var recs []store.PollRecord
-		for i := lo; i < min(lo+chunk, n); i++ {
-			name := fmt.Sprintf("src-%06d", i)
-			st := healthyState(name, depth, t0)
-			st.HistorySeq = int64(depth)
-			states = append(states, st)
-			for d := range depth {
-				r := healthyRecord(name, t0.Add(time.Duration(d)*time.Second))
-				r.Seq = int64(d + 1)
-				recs = append(recs, r)
-			}
-		}
+		states, recs := healthyBatch(lo, min(lo+chunk, n), depth, t0)
 		if err := s.SaveBatch(context.Background(), states, recs, 100); err != nil {
 			b.Fatal(err)
 		}

@@ -1,40 +1,28 @@
 package store_test
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/store"
 )
 
-// postgresEnv names the URL of a PostgreSQL server on which the tests may
-// create schemas and databases. scripts/test.sh starts one and sets it.
-const postgresEnv = "PACER_TEST_POSTGRES"
-
-// pgServer returns the server URL of postgresEnv; without it the test
-// fails (a backend that is not tested is not known to work).
-func pgServer(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(postgresEnv)
-	if u == "" {
-		t.Fatal(postgresEnv + " is not set: run scripts/test.sh, which starts a throwaway PostgreSQL 15 (Debian's postgresql-15)")
-	}
-	return u
-}
+// pgServer returns the URL of the test server (scripts/test.sh starts one
+// and sets PACER_TEST_POSTGRES); without it the test fails (a backend that
+// is not tested is not known to work).
+func pgServer(t testing.TB) string { return pgtest.Server(t) }
 
 // withParam returns the URL u with the query parameter key set to value.
 func withParam(t testing.TB, u, key, value string) string {
 	t.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
-		t.Fatalf("%s: %v", postgresEnv, err)
+		t.Fatalf("%s: %v", "PACER_TEST_POSTGRES", err)
 	}
 	q := p.Query()
 	q.Set(key, value)
@@ -42,7 +30,7 @@ func withParam(t testing.TB, u, key, value string) string {
 	return p.String()
 }
 
-// pgAdmin opens a database/sql connection to the server of postgresEnv.
+// pgAdmin opens a database/sql connection to the server of PACER_TEST_POSTGRES.
 func pgAdmin(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("pgx", pgServer(t))
@@ -57,22 +45,7 @@ func pgAdmin(t testing.TB) *sql.DB {
 // server's URL with search_path set to it; the schema is dropped when the
 // test ends (after the stores opened on it are closed: cleanups run last
 // registered first).
-func newPostgresDSN(t testing.TB) string {
-	t.Helper()
-	db := pgAdmin(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "t_" + hex.EncodeToString(b)
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withParam(t, pgServer(t), "search_path", schema)
-}
+func newPostgresDSN(t testing.TB) string { return pgtest.Schema(t, "t_") }
 
 func TestPostgres(t *testing.T) {
 	pgServer(t) // one failure, not one per test of the suite, without a server
