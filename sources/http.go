@@ -207,8 +207,10 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", p.maxBody)
 	default:
 		res.Digest = d.hex()
-		res.Body, c = c, nil
-		res.ContentType = resp.Header.Get("Content-Type")
+		if c != nil {
+			res.Body, c = c, nil
+			res.ContentType = resp.Header.Get("Content-Type")
+		}
 		if resp.StatusCode == http.StatusOK {
 			res.ETag, res.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		}

@@ -43,7 +43,7 @@ type Result struct {
 	// (its body or stdout), nil otherwise and for a 304. The caller owns it
 	// and must Close it.
 	Body *Capture
-	// ContentType is the Content-Type of a successful http answer, or "".
+	// ContentType is the Content-Type of an http answer kept in Body, or "".
 	ContentType string
 }
 
