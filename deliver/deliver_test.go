@@ -227,8 +227,8 @@ func processGone(pid int) bool {
 // received is what a webhook receiver got.
 type received struct {
 	method, contentType, source, digest, key string
-	length                                  int64
-	body                                    []byte
+	length                                   int64
+	body                                     []byte
 }
 
 // TestWebhook: the result is the request's body with its Content-Length
