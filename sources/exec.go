@@ -62,7 +62,8 @@ type execPoller struct {
 // open; those are not killed.
 //
 // Stdout is counted into Result.Bytes and digested as it arrives
-// (Result.Digest on success, contract 9.2), and otherwise discarded. A poll
+// (Result.Digest on success, contract 9.2), and otherwise discarded, unless
+// the source has deliver: then it is kept too (Result.Body, a Capture). A poll
 // succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
 // LINE", LINE being the last non-empty line of stderr (or else of stdout).
 func NewExec(src *config.Source, redact func(string) string) Poller {

@@ -94,6 +94,11 @@ var _ ConditionalPoller = (*httpPoller)(nil)
 // method, or follow_redirects false, takes the 3xx as the answer (a failure
 // unless it is in ExpectStatus).
 //
+// A source with deliver keeps the body of a successful answer as it is
+// digested (Result.Body, a Capture: memory up to 1 MiB, a spool file
+// beyond); with when: always its GETs send no validator (a 304 has no
+// result to deliver).
+//
 // Client settings: when client's transport is a *Transports (as the
 // scheduler's is), the poller sends through the transport of
 // src.Client's settings, shared with the sources whose settings are equal.
