@@ -277,6 +277,33 @@ sources:
 	if o := d.source("web"); o.State != "ok" || o.ConsecutiveFailures != 0 {
 		t.Errorf("after recovery: %v", o)
 	}
+	if strings.Contains(d.logs(), "sink-key-0123456789") {
+		t.Error("the webhook's header value (a secret) is in the daemon's log")
+	}
+}
+
+// TestDeliverValidate: pacer validate reports every bad deliver key with
+// its path.
+func TestDeliverValidate(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	in.writeConfig(`defaults: {deliver: {when: often}}
+sources:
+  - {name: a, type: http, url: "http://127.0.0.1:1/", deliver: {file: ""}}
+  - {name: b, type: exec, command: ["true"], deliver: {webhook: {url: "ftp://x/"}, comand: [cat]}}
+`)
+	r := in.cli("validate")
+	if r.code != 1 {
+		t.Fatalf("validate: want exit 1, got %s", r)
+	}
+	lines := nonEmptyLines(r.stderr)
+	for _, p := range []string{"defaults.deliver: needs at least one target", "defaults.deliver.when: must be changed or always",
+		"sources[name=a].deliver.file: must not be empty", "sources[name=b].deliver.webhook.url: invalid URL",
+		"sources[name=b].deliver.comand: unknown key"} {
+		if !anyLine(lines, func(l string) bool { return strings.HasPrefix(l, p) }) {
+			t.Errorf("validate: no line starting with %q in:\n%s", p, r.stderr)
+		}
+	}
 }
 
 // repeatReader yields n bytes of a repeating pattern without holding them.
