@@ -43,3 +43,10 @@ func (dl *delivery) deliver(res sources.Result) error {
 	dl.failed = err != nil
 	return err
 }
+
+// spoolFailed records a result that was fetched but could not be kept for
+// delivery (sources.ErrSpool): a failed delivery.
+func (dl *delivery) spoolFailed() {
+	dl.s.m.delivery(false).Inc()
+	dl.failed = true
+}

@@ -162,6 +162,8 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 			}
 			res.Body.Close()
 			res.Body = nil
+		} else if dl != nil && errors.Is(res.Err, sources.ErrSpool) {
+			dl.spoolFailed() // fetched, but not kept for delivery
 		}
 		switch {
 		case res.Err == nil:

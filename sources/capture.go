@@ -44,6 +44,14 @@ func NewCapture(dir string) *Capture {
 	return &Capture{dir: dir}
 }
 
+// ErrSpool matches (errors.Is) the error of a poll whose result could not
+// be kept for delivery (its spool file could not be created or written):
+// the result is not delivered.
+var ErrSpool = errors.New("spool")
+
+// spoolError is "spool: " + err, matching ErrSpool and unwrapping to err.
+func spoolError(err error) error { return fmt.Errorf("%w: %w", ErrSpool, err) }
+
 // errClosed is the error of a write to a closed Capture.
 var errClosed = errors.New("capture closed")
 
@@ -71,7 +79,7 @@ func (c *Capture) Write(b []byte) (int, error) {
 	k, err := c.f.Write(b)
 	c.n += int64(k)
 	if err != nil {
-		c.err = fmt.Errorf("spool: %w", err)
+		c.err = spoolError(err)
 		return k, c.err
 	}
 	return k, nil
@@ -95,15 +103,15 @@ func (c *Capture) grow(n int) {
 func (c *Capture) spool() error {
 	f, err := os.CreateTemp(c.dir, SpoolPattern)
 	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+		return spoolError(err)
 	}
 	if err := os.Remove(f.Name()); err != nil {
 		f.Close()
-		return fmt.Errorf("spool: %w", err)
+		return spoolError(err)
 	}
 	if _, err := f.Write(c.buf); err != nil {
 		f.Close()
-		return fmt.Errorf("spool: %w", err)
+		return spoolError(err)
 	}
 	c.f, c.buf = f, nil
 	return nil

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -88,7 +89,7 @@ func TestCapture(t *testing.T) {
 func TestCaptureSpoolError(t *testing.T) {
 	cp := NewCapture(filepath.Join(t.TempDir(), "missing"))
 	defer cp.Close()
-	if _, err := cp.Write(make([]byte, MaxInMemory+1)); err == nil || !strings.HasPrefix(err.Error(), "spool: ") {
+	if _, err := cp.Write(make([]byte, MaxInMemory+1)); err == nil || !strings.HasPrefix(err.Error(), "spool: ") || !errors.Is(err, ErrSpool) {
 		t.Fatalf("write: %v, want a spool error", err)
 	}
 	if _, err := cp.Write([]byte("x")); err == nil || cp.Err() == nil {
@@ -173,5 +174,23 @@ func TestPollCapture(t *testing.T) {
 	res.Body.Close()
 	if res := NewExec(withDeliver(shell(`printf partial; exit 3`, "")), nil).Poll(t.Context()); res.Err == nil || res.Body != nil {
 		t.Errorf("failed exec: %+v, want no Body", res)
+	}
+}
+
+// TestPollSpoolFailure: a result over 1 MiB that cannot be spooled (the
+// spool dir, $TMPDIR, is missing) fails the poll with "deliver: spool: "
+// matching ErrSpool, without a Body, for http and exec sources alike.
+func TestPollSpoolFailure(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	_, url := newUpstream(t, strings.Repeat("b", 2<<20), "")
+	src := httpSource(url)
+	src.Deliver = &config.Deliver{File: "/nonexistent/x"}
+	job := shell(`head -c 3000000 /dev/zero`, "")
+	job.Deliver = src.Deliver
+	for name, p := range map[string]Poller{"http": NewHTTP(src, newTestClient(t, 2), nil), "exec": NewExec(job, nil)} {
+		res := p.Poll(t.Context())
+		if !strings.HasPrefix(errText(res.Err), "deliver: spool: ") || !errors.Is(res.Err, ErrSpool) || res.Body != nil {
+			t.Errorf("%s: %+v (%s), want a spool failure", name, res, errText(res.Err))
+		}
 	}
 }
