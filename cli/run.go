@@ -154,6 +154,13 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	if err := sources.BecomeSubreaper(); err != nil {
 		log.Warn("exec polls cannot find descendants that leave their process group", "err", err)
 	}
+	// Results kept for delivery are spooled to unlinked files; one left by
+	// a crash between create and unlink is removed (contract 9.5).
+	if n, err := sources.RemoveSpool(""); err != nil {
+		log.Warn("cannot remove leftover spool files", "err", err)
+	} else if n > 0 {
+		log.Info("removed leftover spool files", "count", n)
+	}
 	fdLimit := descriptorCap(cfg.Concurrency, log)
 	d := &runner{cfg: cfg, log: log, conc: cfg.Concurrency}
 	if fdLimit > 0 {

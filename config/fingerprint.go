@@ -99,6 +99,8 @@ type fpDoc[S, M any] struct {
 	// when set, like FollowRedirects.
 	Client string `json:"client,omitempty"`
 	Auth   string `json:"auth,omitempty"`
+	// Deliver is the deliver block's digest, written only when set.
+	Deliver string `json:"deliver,omitempty"`
 }
 
 // newFPDoc returns the canonical document of s, its strings, lists of
@@ -113,7 +115,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		ExpectStatus: emptyList(s.ExpectStatus), MaxBody: s.MaxBody, FollowRedirects: onlyFalse(s.FollowRedirects),
 		Conditional: onlyFalse(s.Conditional), ErrorReprobe: int64(s.ErrorReprobe),
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
-		Client: s.Client.Key(), Auth: s.Auth.digest(),
+		Client: s.Client.Key(), Auth: s.Auth.digest(), Deliver: s.Deliver.digest(),
 	}
 }
 

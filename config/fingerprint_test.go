@@ -143,12 +143,12 @@ func TestFingerprintChangesWithEveryField(t *testing.T) {
 func TestFingerprintMatchesJSON(t *testing.T) {
 	check := func(s *Source) {
 		t.Helper()
-		if s.Client != nil || s.Auth != nil || s.FollowRedirects != nil {
+		if s.Client != nil || s.Auth != nil || s.FollowRedirects != nil || s.Deliver != nil {
 			// Settings newer than that version: hashed only when set.
 			old := *s
-			old.Client, old.Auth, old.FollowRedirects = nil, nil, nil
+			old.Client, old.Auth, old.FollowRedirects, old.Deliver = nil, nil, nil, nil
 			if Fingerprint(s) == Fingerprint(&old) {
-				t.Fatalf("client settings, credentials or follow_redirects not hashed: %#v", *s)
+				t.Fatalf("client settings, credentials, follow_redirects or deliver not hashed: %#v", *s)
 			}
 			s = &old
 		}

@@ -173,6 +173,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 	l.requireTypeKeys(&s, ps, prefix)
 	l.finishClient(&s, &b.client, prefix)
 	l.finishResults(&s, &b.results)
+	l.finishDeliver(&s, &b.deliver)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
 	if !b.placeholder && l.placeholders == before {

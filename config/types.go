@@ -129,6 +129,9 @@ type Source struct {
 	Env     map[string]string
 	Dir     string // absolute, or "" for the daemon's working directory
 
+	// Deliver is where changed results go (contract 9.3), or nil.
+	Deliver *Deliver
+
 	// Fingerprint is a hex digest of every effective field above (after
 	// expansion). A stored state whose fingerprint differs belongs to a
 	// changed configuration. It never reveals a secret.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -50,6 +51,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	s.m = m
 	s.transport = newTransport(s.limitOf(cfg))
 	s.client = sources.NewClient(s.transport, []string{cfg.Admin.Listen})
+	s.deliverer = deliver.New(s.transport)
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
 	if err := s.setupCluster(opts.Ownership); err != nil {
 		return nil, err

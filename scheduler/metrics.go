@@ -34,6 +34,10 @@ type metrics struct {
 	// and unchanged, resolved once.
 	results            *prometheus.CounterVec
 	changed, unchanged prometheus.Counter
+	// deliveries counts deliveries by outcome (contract 9.6): success and
+	// failure, resolved once.
+	deliveries                  *prometheus.CounterVec
+	delivered, deliveryFailures prometheus.Counter
 }
 
 // sourceCounts returns the number of sources per state and, with perSource,
@@ -71,11 +75,15 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 		Name: "pacer_results_total", Help: "Successful polls by result: changed (a digest other than the last delivered one) or unchanged (the same digest, or a 304 to a conditional GET)."},
 		[]string{"result"})
 	m.changed, m.unchanged = m.results.WithLabelValues("changed"), m.results.WithLabelValues("unchanged")
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pacer_deliveries_total", Help: "Deliveries of results to a source's deliver targets by outcome: success (every target took it) or failure (the poll failed with deliver: ...)."},
+		[]string{"outcome"})
+	m.delivered, m.deliveryFailures = m.deliveries.WithLabelValues("success"), m.deliveries.WithLabelValues("failure")
 	m.pollsBy = make(map[string]prometheus.Counter, 7)
 	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted, countLocal} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results}
+	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results, m.deliveries}
 	if counts != nil {
 		cs = append(cs, sourcesCollector{counts})
 	}
@@ -129,6 +137,14 @@ func (m *metrics) result(changed bool) prometheus.Counter {
 		return m.changed
 	}
 	return m.unchanged
+}
+
+// delivery returns the pacer_deliveries_total counter of an outcome.
+func (m *metrics) delivery(ok bool) prometheus.Counter {
+	if ok {
+		return m.delivered
+	}
+	return m.deliveryFailures
 }
 
 // sourceFailures is one source's consecutive failures, for the metrics.

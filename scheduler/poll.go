@@ -89,7 +89,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 		s.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
-	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st)}, e.poller, e.savedSeq, true
+	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 
 // pollResult is what one poll produced, before it is applied.
@@ -98,9 +98,14 @@ type pollResult struct {
 	redact     *config.Redactor   // the redactor of that configuration
 	brk        *breaker.Breaker   // the source's breaker after the call (nil: none)
 	prior      sources.Validators // of the last delivered result, sent by a conditional GET
+	last       string             // the digest of the last delivered result
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
+
+	// undelivered: the result was fetched but its delivery failed (the
+	// poll failed); the next GET must be unconditional (contract 9.4).
+	undelivered bool
 }
 
 // poll calls the source p.src through its breaker p.brk under the source's
@@ -114,8 +119,13 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
 	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
-	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk)
+	var dl *delivery
+	if p.src.Deliver != nil {
+		dl = &delivery{s: s, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
+	}
+	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl)
 	cancel()
+	p.undelivered = dl != nil && dl.failed
 	end := s.clock.Now()
 	s.m.inflight.Dec()
 	s.inflightN.Add(-1)
@@ -132,8 +142,12 @@ func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller,
 // source's fault). A healthy source has no breaker (brk nil): its first
 // failure gives it one, which counts that failure (and may open at once).
 // It returns the breaker after the call. A poller that can send a
-// conditional request (sources.ConditionalPoller) is given prior.
-func call(ctx context.Context, src *config.Source, poller sources.Poller, prior sources.Validators, brk *breaker.Breaker) (sources.Result, *breaker.Breaker, error) {
+// conditional request (sources.ConditionalPoller) is given prior. With
+// dl set (a source with deliver), a successful result is handed to it
+// inside the breaker's call: its error is the poll's (contract 9.4). The
+// result's Body is closed before call returns, in every case.
+func call(ctx context.Context, src *config.Source, poller sources.Poller, prior sources.Validators, brk *breaker.Breaker,
+	dl *delivery) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
 	cp, conditional := poller.(sources.ConditionalPoller)
 	fn := func() error {
@@ -141,6 +155,15 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 			res = cp.PollSince(ctx, prior)
 		} else {
 			res = poller.Poll(ctx)
+		}
+		if res.Body != nil {
+			if res.Err == nil && dl != nil {
+				res.Err = dl.deliver(res)
+			}
+			res.Body.Close()
+			res.Body = nil
+		} else if dl != nil && errors.Is(res.Err, sources.ErrSpool) {
+			dl.spoolFailed() // fetched, but not kept for delivery
 		}
 		switch {
 		case res.Err == nil:
@@ -185,6 +208,9 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	}
 	if j.gen == e.gen {
 		s.applyPoll(e, p.brk, o)
+		if p.undelivered {
+			forgetValidators(&e.st)
+		}
 	}
 	// On a generation change (the configuration changed during the poll)
 	// the new settings start from a clean state: only the record is kept.

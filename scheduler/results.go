@@ -41,10 +41,11 @@ func changedResult(st *store.SourceState, r result) bool {
 // deliverResult records r, the result of a successful poll that ended at
 // end, as st's last delivered result: a changed result's digest, time and
 // count, and the validators of the answer (a 304 keeps those it confirmed).
-// Until delivery (contract 9.3) exists, every successful result is
-// delivered when its poll ends; delivery will call this only once the
-// result is handed over, so that a result not delivered is fetched again
-// without conditional headers and compared to the last delivered digest.
+// A successful poll's result is a delivered one: delivery (contract 9.3,
+// delivery.deliver) runs inside the poll, and a failed delivery fails the
+// poll instead, leaving the last delivered digest in place and the
+// validators cleared (forgetValidators), so that the result is fetched
+// again without conditional headers and compared to that digest.
 func deliverResult(st *store.SourceState, r result, changed bool, end time.Time) {
 	if r.notModified {
 		if r.validators.ETag != "" { // a 304 may carry the entity's new ETag
@@ -58,4 +59,11 @@ func deliverResult(st *store.SourceState, r result, changed bool, end time.Time)
 		st.ChangesTotal++
 		st.LastChangedAt = ptr(end)
 	}
+}
+
+// forgetValidators clears st's validators after a failed delivery, so
+// that the next GET is unconditional and fetches the undelivered result
+// again (contract 9.4); the digest stays the last delivered one.
+func forgetValidators(st *store.SourceState) {
+	st.ETag, st.LastModified = "", ""
 }

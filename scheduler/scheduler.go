@@ -23,6 +23,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -83,6 +84,7 @@ type Scheduler struct {
 	flush     *flusher
 	client    *http.Client
 	transport *transport
+	deliverer *deliver.Deliverer // of every source with deliver (contract 9.3)
 	maxConc   int
 	cmdEvery  time.Duration
 	loopHook  func()

@@ -16,7 +16,16 @@ const digestBuf = 16 << 10
 type digester struct {
 	h   hash.Hash
 	buf []byte
+	// sink, when set, receives every chunk too (the Capture of a source
+	// with deliver); an error of it ends ReadFrom as a *sinkError.
+	sink io.Writer
 }
+
+// sinkError is an error of a digester's sink, not of its reader.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
 
 func newDigester() *digester { return &digester{h: sha256.New()} }
 
@@ -45,6 +54,11 @@ func (d *digester) ReadFrom(r io.Reader) (int64, error) {
 		k, err := r.Read(d.buf)
 		d.h.Write(d.buf[:k])
 		n += int64(k)
+		if d.sink != nil && k > 0 {
+			if _, werr := d.sink.Write(d.buf[:k]); werr != nil {
+				return n, &sinkError{werr}
+			}
+		}
 		switch {
 		case err == io.EOF:
 			return n, nil

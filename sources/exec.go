@@ -40,6 +40,7 @@ type execPoller struct {
 	timeout  time.Duration
 	redact   func(string) string
 	errorPfx string // "exec <base of argv[0]>"
+	capture  bool   // the source has deliver: stdout is kept (Result.Body)
 }
 
 // NewExec returns the poller of the exec source src. Each poll runs
@@ -61,7 +62,8 @@ type execPoller struct {
 // open; those are not killed.
 //
 // Stdout is counted into Result.Bytes and digested as it arrives
-// (Result.Digest on success, contract 9.2), and otherwise discarded. A poll
+// (Result.Digest on success, contract 9.2), and otherwise discarded, unless
+// the source has deliver: then it is kept too (Result.Body, a Capture). A poll
 // succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
 // LINE", LINE being the last non-empty line of stderr (or else of stdout).
 func NewExec(src *config.Source, redact func(string) string) Poller {
@@ -70,6 +72,7 @@ func NewExec(src *config.Source, redact func(string) string) Poller {
 		dir:     src.Dir,
 		timeout: src.Timeout,
 		redact:  orIdentity(redact),
+		capture: src.Deliver != nil,
 	}
 	name := ""
 	if len(src.Command) > 0 {
@@ -97,6 +100,10 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		return res
 	}
 	stdout := &tailBuffer{max: tailSize, sum: newDigester()}
+	if p.capture {
+		stdout.keep = NewCapture("")
+		defer func() { stdout.keep.Close() }() // nil once handed over
+	}
 	stderr := &tailBuffer{max: tailSize}
 	tag := envTag + "=" + rand.Text()
 	cmd := p.command(ctx, tag, stdout, stderr)
@@ -111,7 +118,12 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		// Exit status 0; ErrWaitDelay only means that something the command
 		// left behind held its output open.
 		res.ExitCode = 0
+		if err := stdout.keep.Err(); err != nil {
+			res.Err = newPollError(p.redact, err, "deliver", err.Error())
+			return res
+		}
 		res.Digest = stdout.sum.hex()
+		res.Body, stdout.keep = stdout.keep, nil
 		return res
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -136,12 +148,19 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 
 // command prepares one run of the command, tagged with tag (NAME=VALUE).
 func (p *execPoller) command(ctx context.Context, tag string, stdout, stderr *tailBuffer) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
-	// The full slice expression makes append copy: p.env is shared.
-	cmd.Env = append(p.env[:len(p.env):len(p.env)], tag)
+	cmd := groupCommand(ctx, p.argv, p.env, tag)
 	cmd.Dir = p.dir
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
+	return cmd
+}
+
+// groupCommand prepares argv to run in its own process group with env
+// plus tag (NAME=VALUE), the group killed with SIGKILL once ctx is done.
+func groupCommand(ctx context.Context, argv, env []string, tag string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// The full slice expression makes append copy: env is shared.
+	cmd.Env = append(env[:len(env):len(env)], tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		err := killGroup(cmd.Process.Pid)
@@ -203,18 +222,23 @@ func (p *execPoller) startError(ctx context.Context, err error) error {
 }
 
 // tailBuffer counts every byte written to it and keeps the last max bytes;
-// with sum set it digests them all.
+// with sum set it digests them all, with keep set it keeps them all (a
+// write error of keep is its own, sticky, and does not stop the command).
 type tailBuffer struct {
-	buf []byte
-	max int
-	n   int64
-	sum *digester
+	buf  []byte
+	max  int
+	n    int64
+	sum  *digester
+	keep *Capture
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {
 	t.n += int64(len(b))
 	if t.sum != nil {
 		t.sum.Write(b)
+	}
+	if t.keep != nil {
+		t.keep.Write(b) // the error is kept in t.keep (Capture.Err)
 	}
 	keep := b
 	if len(keep) > t.max {

@@ -70,6 +70,9 @@ type httpPoller struct {
 	// conditional: a GET whose source has conditional on (the default)
 	// sends the validators it is given (PollSince).
 	conditional bool
+	// capture: the source has deliver, so a successful answer's body is
+	// kept (Result.Body) while it is digested.
+	capture bool
 }
 
 var _ ConditionalPoller = (*httpPoller)(nil)
@@ -90,6 +93,11 @@ var _ ConditionalPoller = (*httpPoller)(nil)
 // is dropped once a redirect changes the scheme, host or port. Any other
 // method, or follow_redirects false, takes the 3xx as the answer (a failure
 // unless it is in ExpectStatus).
+//
+// A source with deliver keeps the body of a successful answer as it is
+// digested (Result.Body, a Capture: memory up to 1 MiB, a spool file
+// beyond); with when: always its GETs send no validator (a 304 has no
+// result to deliver).
 //
 // Client settings: when client's transport is a *Transports (as the
 // scheduler's is), the poller sends through the transport of
@@ -124,7 +132,9 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 		redact:   redact,
 		errorPfx: method + " " + redact(src.URL),
 
-		conditional: method == http.MethodGet && (src.Conditional == nil || *src.Conditional),
+		conditional: method == http.MethodGet && (src.Conditional == nil || *src.Conditional) &&
+			(src.Deliver == nil || !src.Deliver.Always),
+		capture: src.Deliver != nil,
 	}
 }
 
@@ -188,19 +198,39 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Result) {
 	d := newDigester()
 	d.size(resp.ContentLength, p.maxBody+1)
+	var c *Capture
+	if p.capture {
+		c = NewCapture("")
+		d.sink = c
+	}
 	n, err := d.ReadFrom(io.LimitReader(resp.Body, p.maxBody+1))
 	res.Bytes = n
 	switch {
 	case err != nil:
-		res.Err = p.transportError(ctx, fmt.Errorf("reading body: %w", err))
+		res.Err = p.readError(ctx, err)
 	case n > p.maxBody:
 		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", p.maxBody)
 	default:
 		res.Digest = d.hex()
+		if c != nil {
+			res.Body, c = c, nil
+			res.ContentType = resp.Header.Get("Content-Type")
+		}
 		if resp.StatusCode == http.StatusOK {
 			res.ETag, res.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		}
 	}
+	c.Close() // a failed poll's capture (nil otherwise)
+}
+
+// readError is the error of a body that could not be read whole: a
+// failure to keep it for delivery ("deliver: spool: ...") or to read it.
+func (p *httpPoller) readError(ctx context.Context, err error) error {
+	var se *sinkError
+	if errors.As(err, &se) {
+		return newPollError(p.redact, err, "deliver", se.Error())
+	}
+	return p.transportError(ctx, fmt.Errorf("reading body: %w", err))
 }
 
 // conditional adds v to req as If-None-Match and If-Modified-Since, each

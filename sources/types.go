@@ -39,6 +39,12 @@ type Result struct {
 	// ("" when it had none), to send with the next GET once the result is
 	// delivered (see Validators).
 	ETag, LastModified string
+	// Body is the result of a successful poll of a source with deliver
+	// (its body or stdout), nil otherwise and for a 304. The caller owns it
+	// and must Close it.
+	Body *Capture
+	// ContentType is the Content-Type of an http answer kept in Body, or "".
+	ContentType string
 }
 
 // Validators are the ETag and Last-Modified of the last delivered 200
