@@ -1,11 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
