@@ -102,7 +102,7 @@ func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool)
 // decides the status of each request (nil: 200).
 type receiver struct {
 	mu       sync.Mutex
-	got      []payload // accepted, in order of arrival
+	got      []payload              // accepted, in order of arrival
 	arrivals map[string][]time.Time // by source/event
 	answer   func(p payload) int
 	cur, max int
