@@ -295,7 +295,7 @@ func TestNotifyClusterOnce(t *testing.T) {
 		u.Set(fmt.Sprintf("/c%02d", i), behavior{Status: 500})
 		fmt.Fprintf(&b, "  - {name: c%02d, type: http, url: \"%s\"}\n", i, u.URL(fmt.Sprintf("/c%02d", i)))
 	}
-	startCluster(t, dsn, 3, 0, b.String())
+	ms := startCluster(t, dsn, 3, 0, b.String())
 	eventually(t, 30*time.Second, "an error event per source", func() error {
 		if acc, _ := r.got(); len(acc) < n {
 			return errf("%d accepted", len(acc))
@@ -325,4 +325,15 @@ func TestNotifyClusterOnce(t *testing.T) {
 	if acc, _ := r.got(); len(acc) != 2*n {
 		t.Errorf("%d events accepted, want %d (error and recovered of each source)", len(acc), 2*n)
 	}
+	// The members' senders share the work: their counts add up to it.
+	sent, by := 0.0, []float64{}
+	for _, m := range ms {
+		v := m.d.metric("pacer_notifications_total", "outcome", "sent")
+		sent += v
+		by = append(by, v)
+	}
+	if sent != 2*n {
+		t.Errorf("members sent %v (%v), want %d in all", sent, by, 2*n)
+	}
+	t.Logf("sent per member: %v", by)
 }
