@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -336,4 +337,47 @@ func TestNotifyClusterOnce(t *testing.T) {
 		t.Errorf("members sent %v (%v), want %d in all", sent, by, 2*n)
 	}
 	t.Logf("sent per member: %v", by)
+}
+
+// TestNotifyReload: a daemon without notify makes no event; a SIGHUP that
+// adds the section applies it: the next source to enter error is notified,
+// at the new target.
+func TestNotifyReload(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	u.Set("/a", behavior{Status: 500})
+	r := newHookReceiver(t, recvOK)
+	in := newInst(t)
+	body := `defaults:
+  schedule: "@every 1s"
+  breaker: {failures: 0}
+  error_after: 1
+sources:
+  - {name: a, type: http, url: "` + u.URL("/a") + `"}
+  - {name: b, type: http, url: "` + u.URL("/b") + `"}
+`
+	in.writeConfig(body)
+	d := in.start()
+	eventually(t, 10*time.Second, "a in error", func() error {
+		if o := d.source("a"); o.State != "error" {
+			return errf("%s", o)
+		}
+		return nil
+	})
+	in.writeConfig(notifyYAML(r, "") + body)
+	d.signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "the reload", func() error {
+		if !strings.Contains(d.logs(), "configuration reloaded") {
+			return errf("not yet")
+		}
+		return nil
+	})
+	u.Set("/b", behavior{Status: 500})
+	eventually(t, 15*time.Second, "b's error event", func() error {
+		acc, _ := r.got()
+		if len(acc) != 1 || acc[0].Source != "b" || acc[0].Event != "error" {
+			return errf("accepted %+v; want b's error only", acc)
+		}
+		return nil
+	})
 }
