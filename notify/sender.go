@@ -206,35 +206,30 @@ func (s *Sender) loop() {
 	tick := time.NewTicker(s.interval)
 	defer tick.Stop()
 	for {
+		housekeep := false
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.wake:
 		case <-tick.C:
+			housekeep = true
 		}
-		s.pass()
+		s.pass(housekeep)
 		s.passes.Add(1)
 	}
 }
 
-// pass is one reading of the outbox.
-func (s *Sender) pass() {
+// pass is one reading of the outbox: with housekeep (once per interval,
+// not on every wake-up) it first drops the events past max_age and reads
+// the pending count, then it claims.
+func (s *Sender) pass(housekeep bool) {
 	set := s.cur.Load()
 	if set.n == nil {
 		return
 	}
 	ctx, now := s.ctx, s.now()
-	if dropped, err := s.ob.DropEvents(ctx, now.Add(-set.n.MaxAge), now); err != nil {
-		s.storeError("drop", err)
-	} else {
-		for _, ev := range dropped {
-			s.dropped.Inc()
-			s.log.Warn("notification dropped: undelivered past notify.max_age", "source", ev.Source, "event", ev.Event,
-				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
-		}
-	}
-	if n, err := s.ob.PendingEvents(ctx); err == nil {
-		s.pending.Set(float64(n))
+	if housekeep {
+		s.housekeep(set, now)
 	}
 	idle := len(s.free)
 	if idle == 0 {
@@ -256,6 +251,24 @@ func (s *Sender) pass() {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// housekeep drops the events older than max_age (one log line each) and
+// sets the pending gauge.
+func (s *Sender) housekeep(set *settings, now time.Time) {
+	ctx := s.ctx
+	if dropped, err := s.ob.DropEvents(ctx, now.Add(-set.n.MaxAge), now); err != nil {
+		s.storeError("drop", err)
+	} else {
+		for _, ev := range dropped {
+			s.dropped.Inc()
+			s.log.Warn("notification dropped: undelivered past notify.max_age", "source", ev.Source, "event", ev.Event,
+				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
+		}
+	}
+	if n, err := s.ob.PendingEvents(ctx); err == nil {
+		s.pending.Set(float64(n))
 	}
 }
 

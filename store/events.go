@@ -51,15 +51,15 @@ type Event struct {
 // eventModel is a row of events. Times are microseconds since the epoch; a
 // zero next_attempt_at or claim_until means none.
 type eventModel struct {
-	Seq                 int64  `gorm:"column:seq;primaryKey;autoIncrement"`
+	Seq                 int64  `gorm:"column:seq;primaryKey;autoIncrement;index:idx_events_source_seq,priority:2"`
 	EventID             string `gorm:"column:id;size:64;not null;uniqueIndex:idx_events_id"`
-	Source              string `gorm:"not null;index:idx_events_source,priority:1"`
+	Source              string `gorm:"not null;index:idx_events_source_seq,priority:1"`
 	Event               string `gorm:"not null"`
 	State               string `gorm:"not null;default:('')"`
 	PreviousState       string `gorm:"not null;default:('')"`
 	Reason              string `gorm:"not null;default:('')"`
 	ConsecutiveFailures int64  `gorm:"not null;default:0"`
-	At                  int64  `gorm:"not null"`
+	At                  int64  `gorm:"not null;index:idx_events_at"`
 	Attempts            int64  `gorm:"not null;default:0"`
 	NextAttemptAt       int64  `gorm:"not null;default:0"`
 	ClaimedBy           string `gorm:"not null;default:('')"`
