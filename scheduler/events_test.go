@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -121,5 +123,44 @@ func TestEventsCommittedWithState(t *testing.T) {
 				t.Fatalf("outbox held %v; want error (from backoff), then recovered (from error)", got)
 			}
 		})
+	}
+}
+
+// TestFlusherKeepsEventsThroughFailedCommit: events submitted with a state
+// wait out a failed commit (the store locked), together with the events of
+// a newer state submitted meanwhile, and are committed once, in order.
+func TestFlusherKeepsEventsThroughFailedCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 300 * time.Millisecond}, 10)
+	woken := 0
+	f.onEvents = func() { woken++ }
+	release := holdWriteLock(t, path)
+	c := f.slot("c")
+	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil, store.Event{Source: "c", Event: "error", At: time.Now()})
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.flush(context.Background())
+		done <- err
+	}()
+	waitCommitStarted(t, f)
+	f.submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil, store.Event{Source: "c", Event: "recovered", At: time.Now()})
+	if err := <-done; err == nil {
+		t.Fatal("the commit was expected to fail: the store is locked")
+	}
+	if n, err := st.PendingEvents(t.Context()); err != nil || n != 0 || woken != 0 {
+		t.Fatalf("after the failed commit: %d events, %v, woken %d; want none", n, err, woken)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 10})
+	if err != nil || len(evs) != 1 || evs[0].Event != "error" || woken != 1 {
+		t.Fatalf("claimed %+v, %v (woken %d); want the error event first", evs, err, woken)
+	}
+	if n, err := st.PendingEvents(t.Context()); err != nil || n != 2 {
+		t.Fatalf("pending %d, %v; want both events, once each", n, err)
 	}
 }
