@@ -148,7 +148,7 @@ type EventClaim struct {
 	Limit      int
 }
 
-// eventSelect is the columns ClaimEvents returns, in scanEvent's order.
+// eventSelect is the columns ClaimEvents returns, in the order it scans them.
 const eventSelect = "seq, " + eventColumns
 
 // ClaimEvents claims, in one conditional UPDATE, up to c.Limit events: for
@@ -159,6 +159,10 @@ const eventSelect = "seq, " + eventColumns
 func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) {
 	if c.Limit <= 0 {
 		return nil, nil
+	}
+	if err := s.guard.check(); err != nil {
+		// The events of a deleted file are not the store's any more.
+		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	now, until := micros(c.Now), micros(c.Until)
 	lock := ""
