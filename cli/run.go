@@ -22,6 +22,7 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/dashboard"
+	"github.com/pacer-dev/pacer/notify"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
@@ -134,6 +135,7 @@ type runner struct {
 	cfg   *config.Config
 	log   *slog.Logger
 	sched *scheduler.Scheduler
+	send  *notify.Sender // delivers the outbox's notifications (contract 10)
 	mb    *member
 	srv   *http.Server
 	ln    net.Listener
@@ -173,7 +175,15 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		}
 		own = d.mb.m
 	}
-	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own})
+	memberName := cfg.Cluster.MemberName()
+	if d.mb != nil {
+		memberName = d.mb.m.Name()
+	}
+	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName}); err != nil {
+		return nil, err
+	}
+	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own,
+		EventsCommitted: d.send.Wake})
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +252,7 @@ func (d *runner) start(states []store.SourceState) error {
 		signal.Stop(d.sigs)
 		return err
 	}
+	d.send.Start()
 	if d.mb != nil {
 		d.mb.start()
 		d.log.Info("cluster member started", "member", d.mb.m.Name(), "lease", d.cfg.Cluster.Lease, "cluster_concurrency", d.cfg.Cluster.Concurrency)
@@ -276,6 +287,7 @@ func (d *runner) serve(f *flags, env Env) error {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			d.cfg = reload(f, env, d.log, d.sched, d.cfg)
+			d.send.SetConfig(d.cfg.Notify, d.cfg.Redactor())
 			if d.mb != nil {
 				d.mb.m.SetFingerprint(sourcesFingerprint(d.cfg))
 			}
@@ -288,7 +300,17 @@ func (d *runner) serve(f *flags, env Env) error {
 		break
 	}
 	adminDone := stopAdmin(d.srv, min(2*time.Second, d.cfg.ShutdownTimeout))
+	sendDone := make(chan struct{})
+	go func() {
+		// Deliveries in flight are cut off: their events stay in the
+		// outbox for the next start (or another member).
+		defer close(sendDone)
+		if !d.send.Stop(min(time.Second, d.cfg.ShutdownTimeout)) {
+			d.log.Warn("shutdown: notification deliveries did not stop in time; leaving them")
+		}
+	}()
 	err := d.sched.Shutdown(d.cfg.ShutdownTimeout)
+	<-sendDone
 	if d.mb != nil {
 		d.mb.leave() // the polls have ended and their states are committed
 	}

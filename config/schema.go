@@ -89,6 +89,8 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 		}
 	case "cluster":
 		l.cluster(p.val, &cfg.Cluster)
+	case "notify":
+		cfg.Notify = l.notify(p.val)
 	case "admin":
 		l.admin(p.val, &cfg.Admin)
 	case "log":

@@ -26,6 +26,8 @@ type Config struct {
 	History         History
 	// Cluster is the cluster section (contract section 8).
 	Cluster Cluster
+	// Notify is the notify section (contract section 10); nil without one.
+	Notify *Notify
 	// Limits maps a group name to its limits.
 	Limits  map[string]Limit
 	Sources []Source

@@ -17,7 +17,7 @@ import (
 // flight left to finish. A shard gained is taken over from the store: its
 // sources' states are read again (LoadStatesOf) before they enter the
 // heap, so that the new owner starts from what the previous one committed.
-// Its commits are fenced (SaveBatchFenced); a source whose rows are
+// Its commits are fenced (CommitFenced); a source whose rows are
 // rejected has lost its shard.
 
 // Ownership says which shards the scheduler may start polls of: a member
@@ -38,7 +38,7 @@ type Ownership interface {
 // Store: fenced commits, the states of the shards it takes over, the
 // owners of the others, and the command queue to reach them.
 type ClusterStore interface {
-	SaveBatchFenced(ctx context.Context, f store.Fence, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error)
+	CommitFenced(ctx context.Context, f store.Fence, b store.Batch, keep int) ([]string, error)
 	LoadStatesOf(ctx context.Context, names []string) ([]store.SourceState, error)
 	ShardOwners(ctx context.Context) (map[int]string, error)
 	EnqueueCommand(ctx context.Context, c *store.Command) error
@@ -68,8 +68,8 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 	}
 	s.own, s.cst = own, cst
 	s.shardDirty = true
-	s.flush.saveFenced = func(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error) {
-		return cst.SaveBatchFenced(ctx, own.Fence(s.shardOfName), states, records, keep)
+	s.flush.saveFenced = func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
+		return cst.CommitFenced(ctx, own.Fence(s.shardOfName), b, keep)
 	}
 	s.flush.onRejected = s.rejected
 	return nil

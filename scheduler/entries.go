@@ -124,7 +124,8 @@ func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq
 	}
-	e.savedSeq = s.flush.submit(e.sl, e.st, rec)
+	e.savedSeq = s.flush.submit(e.sl, e.st, rec, e.events...)
+	e.events = nil
 }
 
 // logChange logs one line if e's state differs from prev (rule 3.12).

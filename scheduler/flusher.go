@@ -39,10 +39,13 @@ type flusher struct {
 	m      *metrics
 	keep   func() int
 	onSave func(names []string) // called after a commit, outside mu
+	// onEvents is called after a commit that wrote notification events,
+	// outside mu (it wakes the sender).
+	onEvents func()
 	// saveFenced, on a member of a cluster, commits instead of
-	// st.SaveBatch; the sources it left out go to onRejected (outside mu):
+	// st.Commit; the sources it left out go to onRejected (outside mu):
 	// their shards are another member's now, and their writes are dropped.
-	saveFenced func(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error)
+	saveFenced func(ctx context.Context, b store.Batch, keep int) ([]string, error)
 	onRejected func(names []string)
 
 	mu    sync.Mutex
@@ -62,6 +65,11 @@ type flusher struct {
 	bufRecords []store.PollRecord
 }
 
+// maxSlotEvents bounds the notification events a slot holds while the store
+// fails: the newest are kept (a source that flaps through an outage makes
+// two events per poll at most).
+const maxSlotEvents = 64
+
 // slot is one source's bookkeeping in the flusher. Its fields are guarded
 // by flusher.mu.
 type slot struct {
@@ -75,12 +83,15 @@ type slot struct {
 	released bool // its source is gone: drop the slot once it is clean
 }
 
-// write is a source's latest state, and its records, waiting for a commit.
+// write is a source's latest state, its records and its notification
+// events (committed in the same transaction as the state that made them),
+// waiting for a commit.
 type write struct {
 	sl   *slot
 	seq  uint64
 	st   store.SourceState
 	recs []store.PollRecord
+	evs  []store.Event
 }
 
 func newFlusher(st Store, log *slog.Logger, clock Clock, m *metrics, keep func() int) *flusher {
@@ -125,10 +136,11 @@ func (f *flusher) dropIfClean(sl *slot) {
 	}
 }
 
-// submit queues a source's state (and a record, if any) for the next commit
-// on its slot and returns its sequence number. The queue holds at most one
-// write per slot: it never outgrows the number of sources.
-func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord) uint64 {
+// submit queues a source's state (and a record, if any, and the events the
+// state change made) for the next commit on its slot and returns its
+// sequence number. The queue holds at most one write per slot: it never
+// outgrows the number of sources.
+func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord, evs ...store.Event) uint64 {
 	f.mu.Lock()
 	f.next++
 	seq := f.next
@@ -140,6 +152,9 @@ func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord) 
 	w.seq, w.st = seq, st
 	if rec != nil {
 		w.recs = newest(append(w.recs, *rec), f.keep())
+	}
+	if len(evs) > 0 {
+		w.evs = newestEvents(append(w.evs, evs...))
 	}
 	f.mu.Unlock()
 	select {
@@ -269,17 +284,21 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	if len(taken) == 0 {
 		return false, nil
 	}
+	b := store.Batch{States: states, Records: records, Events: eventsOf(taken)}
 	began := f.clock.Now()
 	var rejected []string
 	if f.saveFenced != nil {
-		rejected, err = f.saveFenced(ctx, states, records, f.keep())
+		rejected, err = f.saveFenced(ctx, b, f.keep())
 	} else {
-		err = f.st.SaveBatch(ctx, states, records, f.keep())
+		err = f.st.Commit(ctx, b, f.keep())
 	}
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
 	f.settle(taken, len(states), len(records), err)
 	if len(rejected) > 0 && f.onRejected != nil {
 		f.onRejected(rejected)
+	}
+	if err == nil && len(b.Events) > 0 && f.onEvents != nil {
+		f.onEvents()
 	}
 	if err == nil && f.onSave != nil {
 		names := make([]string, len(taken))
@@ -347,6 +366,9 @@ func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
 			if sl.pend >= 0 {
 				nw := &f.queue[sl.pend]
 				nw.recs = newest(append(w.recs, nw.recs...), k)
+				if len(w.evs) > 0 {
+					nw.evs = newestEvents(append(w.evs, nw.evs...))
+				}
 				continue
 			}
 			sl.pend = len(f.queue)
@@ -394,6 +416,25 @@ func newest(recs []store.PollRecord, k int) []store.PollRecord {
 		return recs
 	}
 	return append(recs[:0], recs[len(recs)-k:]...)
+}
+
+// newestEvents returns the last maxSlotEvents of evs.
+func newestEvents(evs []store.Event) []store.Event {
+	if len(evs) <= maxSlotEvents {
+		return evs
+	}
+	return append(evs[:0], evs[len(evs)-maxSlotEvents:]...)
+}
+
+// eventsOf collects the events of a commit's writes, in the order of their
+// sources' writes (nil when there are none, as on every commit of a daemon
+// without notify).
+func eventsOf(taken []write) []store.Event {
+	var evs []store.Event
+	for i := range taken {
+		evs = append(evs, taken[i].evs...)
+	}
+	return evs
 }
 
 // compact reclaims the taken front of the queue: all of it once everything

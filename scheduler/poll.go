@@ -293,6 +293,13 @@ func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
 // mu held.
 func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
 	prev := StateOf(&e.st, o.start)
+	if n := s.cfg.Notify; n != nil {
+		// Only with notify set: no copy and no event on the poll path else.
+		before := e.st
+		defer func() {
+			e.events = append(e.events, pollEvents(n, e.name, &before, &e.st, o.kind, o.err, o.start, o.end)...)
+		}()
+	}
 	if o.kind == kindLocal {
 		e.localErrs++
 		o.local = e.localErrs

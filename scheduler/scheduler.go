@@ -41,7 +41,7 @@ var (
 type Store interface {
 	LoadStates(ctx context.Context) ([]store.SourceState, error)
 	GetState(ctx context.Context, name string) (store.SourceState, bool, error)
-	SaveBatch(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) error
+	Commit(ctx context.Context, b store.Batch, keep int) error
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	PendingCommands(ctx context.Context) ([]store.Command, error)
 	ClaimCommand(ctx context.Context, id uint64) (bool, error)
@@ -73,6 +73,9 @@ type Options struct {
 	// Ownership, for a member of a cluster, says which shards it may poll
 	// (cluster.go); the store must then be a ClusterStore. nil: all.
 	Ownership Ownership
+	// EventsCommitted, if set, is called after each commit that wrote
+	// notification events (the notify sender's wake-up); it must not block.
+	EventsCommitted func()
 }
 
 // Scheduler runs the polls of one daemon.
@@ -154,8 +157,9 @@ type entry struct {
 	removed      bool  // dropped from the config while busy
 	resetPending bool  // reset while polling: applied when the poll ends
 	savedSeq     uint64
-	localErrs    int        // consecutive local errors (kindLocal), the memory of localRetry
-	flap         flapWindow // coalescing of its throttle transitions
+	localErrs    int           // consecutive local errors (kindLocal), the memory of localRetry
+	events       []store.Event // notification events of its state, for its next save
+	flap         flapWindow    // coalescing of its throttle transitions
 }
 
 // group is a named limit: a concurrency cap and a start rate shared by its

@@ -125,7 +125,7 @@ type model struct {
 
 // models is every table the store owns, in creation order.
 func models() []model {
-	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&Command{}, false}, {&metaRow{}, false}}
+	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&Command{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
 }
 
 // createTables creates, within tx, the tables of models that do not exist.

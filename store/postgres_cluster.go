@@ -265,25 +265,28 @@ type Fence struct {
 // checked stay locked (FOR SHARE) until the commit, so that no claim can
 // take one of them in the middle of it.
 func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceState, records []PollRecord, keep int) (rejected []string, err error) {
+	return s.CommitFenced(ctx, f, Batch{States: states, Records: records}, keep)
+}
+
+// CommitFenced is Commit for a member of a cluster, fenced as
+// SaveBatchFenced: the events of a source whose shard the member lost are
+// left out with its state, so that no event is committed without the state
+// change that made it.
+func (s *Store) CommitFenced(ctx context.Context, f Fence, b Batch, keep int) (rejected []string, err error) {
 	if s.dialect != dialectPostgres {
 		return nil, ErrNoCluster
 	}
-	if len(states) == 0 && len(records) == 0 {
+	if b.empty() {
 		return nil, nil
 	}
-	sts, err := prepareStates(states, now())
+	rows, err := prepareBatch(b)
 	if err != nil {
 		return nil, fmt.Errorf("store: save batch: %w", err)
 	}
-	for i := range records {
-		if records[i].Source == "" {
-			return nil, fmt.Errorf("store: save batch: record #%d has no source", i)
-		}
-	}
-	check := func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error) {
+	check := func(ctx context.Context, tx *sql.Tx, r *batchRows) error {
 		valid, err := s.validShards(ctx, tx, f)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		lost := map[string]bool{}
 		keepState := func(name string) bool {
@@ -293,15 +296,16 @@ func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceSta
 			}
 			return ok
 		}
-		sts = slices.DeleteFunc(sts, func(r stateRow) bool { return !keepState(r.st.Name) })
-		records = slices.DeleteFunc(slices.Clone(records), func(r PollRecord) bool { return !keepState(r.Source) })
+		r.sts = slices.DeleteFunc(r.sts, func(r stateRow) bool { return !keepState(r.st.Name) })
+		r.records = slices.DeleteFunc(slices.Clone(r.records), func(r PollRecord) bool { return !keepState(r.Source) })
+		r.keepEvents(keepState)
 		for name := range lost {
 			rejected = append(rejected, name)
 		}
 		slices.Sort(rejected)
-		return sts, records, nil
+		return nil
 	}
-	if err := s.commitBatchChecked(ctx, sts, records, keep, check); err != nil {
+	if err := s.commitBatchChecked(ctx, rows, keep, check); err != nil {
 		return nil, fmt.Errorf("store: save batch: %w", err)
 	}
 	return rejected, nil

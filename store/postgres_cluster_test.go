@@ -123,6 +123,20 @@ func TestPostgresClusterClaims(t *testing.T) {
 	if h, err := s.History(t.Context(), "x", 10); err != nil || len(h) != 0 {
 		t.Errorf("history of x after a's stale commit: %d records, %v; want none", len(h), err)
 	}
+	// Nor an event of a's: it goes with the state it came with.
+	ev := store.Event{Source: "x", Event: "error", At: base()}
+	if rej, err := s.CommitFenced(t.Context(), fa, store.Batch{States: []store.SourceState{{Name: "x", PollsTotal: 98}}, Events: []store.Event{ev}}, 10); err != nil || len(rej) != 1 {
+		t.Errorf("a's stale commit with an event: rejected %v, %v; want [x]", rej, err)
+	}
+	if n, err := s.PendingEvents(t.Context()); err != nil || n != 0 {
+		t.Errorf("events after a's stale commit: %d, %v; want none", n, err)
+	}
+	if rej, err := s.CommitFenced(t.Context(), fb, store.Batch{States: []store.SourceState{{Name: "x", PollsTotal: 3}}, Events: []store.Event{ev}}, 10); err != nil || len(rej) != 0 {
+		t.Errorf("b's commit with an event: rejected %v, %v", rej, err)
+	}
+	if n, err := s.PendingEvents(t.Context()); err != nil || n != 1 {
+		t.Errorf("events after b's commit: %d, %v; want 1", n, err)
+	}
 
 	// b releases half of its shards: a claims them at once, no lease wait.
 	half := allShards()[:store.Shards/2]

@@ -206,7 +206,10 @@ func (s *Store) migrate() error {
 	if !missing {
 		return checkTables(s.db)
 	}
-	return s.db.Transaction(func(tx *gorm.DB) error {
+	// A store of an older pacer lacks the tables that came later (the
+	// outbox of events): they are created, and its columns checked, as
+	// for a new store.
+	if err := s.db.Transaction(func(tx *gorm.DB) error {
 		if s.dialect == dialectPostgres {
 			// SQLite's write lock is taken at BEGIN; PostgreSQL's DDL
 			// takes none that would keep a second creator out.
@@ -224,7 +227,10 @@ func (s *Store) migrate() error {
 		}
 		row := metaRow{Key: metaSchemaVersion, Value: schemaVersion, UpdatedAt: now()}
 		return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error
-	})
+	}); err != nil {
+		return err
+	}
+	return checkTables(s.db)
 }
 
 // Close closes the database. Committed data is durable whether or not Close

@@ -69,6 +69,10 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("ReopenKeepsData", func(t *testing.T) { testReopenKeepsData(t, b.newDSN(t)) })
 	t.Run("TwoStoresOneDatabase", func(t *testing.T) { testTwoStores(t, b.newDSN(t)) })
 	t.Run("CrashedWriter", func(t *testing.T) { testCrashedWriter(t, b.newDSN(t), b.afterCrash) })
+	t.Run("EventsWithBatch", func(t *testing.T) { testEventsWithBatch(t, open(t), b.failRecordsOf) })
+	t.Run("EventClaimOrder", func(t *testing.T) { testEventClaimOrder(t, open(t)) })
+	t.Run("EventRetryAndDrop", func(t *testing.T) { testEventRetryAndDrop(t, open(t)) })
+	t.Run("EventClaimersExclusive", func(t *testing.T) { testEventClaimersExclusive(t, b.newDSN(t)) })
 	t.Run("SchemaVersionRefused", func(t *testing.T) { testSchemaVersionRefused(t, b.newDSN(t), b.shown) })
 }
 

@@ -234,27 +234,7 @@ func checkColumns(db *gorm.DB) error {
 // occurrence wins. It fails, committing nothing, while the database file is
 // no longer the one opened (see guard).
 func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
-	if len(states) == 0 && len(records) == 0 {
-		return nil
-	}
-	if err := s.guard.check(); err != nil {
-		// What would be committed would be lost with the deleted file: it
-		// stays with the caller, to be committed once the file is back.
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	sts, err := prepareStates(states, now())
-	if err != nil {
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	for i := range records {
-		if records[i].Source == "" {
-			return fmt.Errorf("store: save batch: record #%d has no source", i)
-		}
-	}
-	if err := s.commitBatchChecked(ctx, sts, records, keep, nil); err != nil {
-		return fmt.Errorf("store: save batch: %w", err)
-	}
-	return nil
+	return s.Commit(ctx, Batch{States: states, Records: records}, keep)
 }
 
 // tailRow is what one batch appends to a source's tail.
@@ -271,11 +251,11 @@ type tailRow struct {
 // batchCheck, run first in a batch's transaction, returns the rows of the
 // batch that may be written (SaveBatchFenced: those of the shards whose
 // claim still holds).
-type batchCheck func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error)
+type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 
-// commitBatchChecked writes sts and records in one transaction, after
-// check (nil: every row is written).
-func (s *Store) commitBatchChecked(ctx context.Context, sts []stateRow, records []PollRecord, keep int, check batchCheck) (err error) {
+// commitBatchChecked writes the states, records and events of b in one
+// transaction, after check (nil: every row is written).
+func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -288,9 +268,13 @@ func (s *Store) commitBatchChecked(ctx context.Context, sts []stateRow, records 
 		}
 	}()
 	if check != nil {
-		if sts, records, err = check(ctx, tx, sts, records); err != nil {
+		if err = check(ctx, tx, b); err != nil {
 			return err
 		}
+	}
+	sts, records := b.sts, b.records
+	if err := s.insertEvents(ctx, tx, b.events); err != nil {
+		return err
 	}
 	if err := execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
 		return stateArgs(&sts[i], dst)

@@ -1,0 +1,168 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The notify section (contract 10.1 to 10.3): where the events of sources
+// entering error, opening their breaker and recovering are sent. Wiring it
+// into Load takes two lines elsewhere: a field `Notify *Notify` in Config,
+// and in topKey `case "notify": cfg.Notify = l.notify(p.val)`.
+
+// Notification events (contract 10.1).
+const (
+	EventError     = "error"
+	EventOpen      = "open"
+	EventRecovered = "recovered"
+)
+
+// Defaults of the notify section.
+const (
+	DefaultNotifyTimeout = 10 * time.Second
+	DefaultNotifyMaxAge  = 24 * time.Hour
+)
+
+// Notify is the notify section; Config.Notify is nil without one, and
+// then no event is made at all.
+type Notify struct {
+	// On lists the events sent, each once, in the order error, open,
+	// recovered.
+	On []string
+	// Command, when set, gets each event as JSON on stdin (argv, no
+	// shell; Command[0] resolved as an exec source's).
+	Command []string
+	// Webhook, when set, gets each event as a JSON POST.
+	Webhook *Webhook
+	// Timeout bounds one delivery to one target.
+	Timeout time.Duration
+	// MaxAge is how long an event is retried before it is dropped.
+	MaxAge time.Duration
+}
+
+// Webhook is an HTTP target of notifications. Its header values are
+// secrets, as a source's.
+type Webhook struct {
+	URL     string
+	Method  string
+	Headers map[string]string
+}
+
+// Wants reports whether the section sends event. A nil section sends none.
+func (n *Notify) Wants(event string) bool {
+	return n != nil && slices.Contains(n.On, event)
+}
+
+// notify reads the notify section; at least one target is required.
+func (l *loader) notify(n *yaml.Node) *Notify {
+	out := &Notify{On: []string{EventError, EventRecovered}, Timeout: DefaultNotifyTimeout, MaxAge: DefaultNotifyMaxAge}
+	ps, _ := l.pairs(n, at("notify"))
+	for _, p := range ps {
+		kp := at("notify").key(p.key)
+		switch p.key {
+		case "on":
+			out.On = l.notifyOn(p.val, kp)
+		case "command":
+			out.Command = l.command(p.val, kp)
+		case "webhook":
+			out.Webhook = l.webhook(p.val, kp)
+		case "timeout":
+			if v, ok := l.positiveDuration(p.val, kp); ok {
+				out.Timeout = v
+			}
+		case "max_age":
+			if v, ok := l.positiveDuration(p.val, kp); ok {
+				out.MaxAge = v
+			}
+		default:
+			l.addf(kp, "unknown key")
+		}
+	}
+	if len(out.Command) == 0 && out.Webhook == nil {
+		l.addf(at("notify"), "needs a target: command, webhook or both")
+	}
+	return out
+}
+
+// notifyOn reads notify.on: a list of known events, in a fixed order.
+func (l *loader) notifyOn(n *yaml.Node, where path) []string {
+	items, ok := l.items(n, where)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		l.addf(where, "must list at least one of error, open, recovered")
+	}
+	seen := map[string]bool{}
+	for i, it := range items {
+		v, ok := l.scalar(it, where.index(i), "an event name")
+		if !ok {
+			continue
+		}
+		switch ev := strings.ToLower(strings.TrimSpace(v)); ev {
+		case EventError, EventOpen, EventRecovered:
+			seen[ev] = true
+		default:
+			l.addf(where.index(i), "unknown event %q: want error, open or recovered", v)
+		}
+	}
+	var on []string
+	for _, ev := range []string{EventError, EventOpen, EventRecovered} {
+		if seen[ev] {
+			on = append(on, ev)
+		}
+	}
+	return on
+}
+
+// webhook reads notify.webhook: url (http or https) is required; method
+// defaults to POST; header values are secrets.
+func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
+	w := &Webhook{Method: "POST"}
+	ps, ok := l.pairs(n, where)
+	if !ok {
+		return nil
+	}
+	for _, p := range ps {
+		kp := where.key(p.key)
+		switch p.key {
+		case "url":
+			if v, ok := l.scalar(p.val, kp, "a URL"); ok {
+				w.URL = v
+				l.userinfo(v)
+				l.checkURL(v, kp)
+			}
+		case "method":
+			if v, ok := l.scalar(p.val, kp, "a string"); ok {
+				if !isToken(v) {
+					l.addf(kp, "invalid HTTP method %q", v)
+				} else {
+					w.Method = strings.ToUpper(v)
+				}
+			}
+		case "headers":
+			w.Headers = l.headers(p.val, kp)
+		default:
+			l.addf(kp, "unknown key")
+		}
+	}
+	if w.URL == "" {
+		if _, set := findKey(ps, "url"); !set {
+			l.addf(where.key("url"), "is required")
+		}
+	}
+	return w
+}
+
+// findKey returns the pair of key among ps.
+func findKey(ps []pair, key string) (pair, bool) {
+	for _, p := range ps {
+		if p.key == key {
+			return p, true
+		}
+	}
+	return pair{}, false
+}

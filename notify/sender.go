@@ -1,0 +1,362 @@
+// Package notify delivers the notification events of the store's outbox
+// (contract 10.1 to 10.3) to the command and webhook of the notify
+// section: at least once, in order per source, at most maxInFlight at a
+// time, each within notify.timeout, retried with backoff until
+// notify.max_age. It never touches a source: a target that hangs or fails
+// delays nothing but its own events.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// maxInFlight is how many deliveries run at once (a fixed pool of workers).
+const maxInFlight = 4
+
+// Backoff of a failed event: 1 s after the first failure, doubling to 5 m.
+const (
+	retryInitial = time.Second
+	retryMax     = 5 * time.Minute
+)
+
+// claimMargin is added to the timeout of an event's deliveries for its
+// claim, so that the claim outlives them.
+const claimMargin = 5 * time.Second
+
+// DefaultInterval is how often the outbox is read when nothing wakes the
+// sender.
+const DefaultInterval = 500 * time.Millisecond
+
+// Outbox is what the sender needs of the store.
+type Outbox interface {
+	ClaimEvents(ctx context.Context, c store.EventClaim) ([]store.Event, error)
+	EventSent(ctx context.Context, id string) error
+	EventFailed(ctx context.Context, id string, next time.Time) error
+	DropEvents(ctx context.Context, before, now time.Time) ([]store.Event, error)
+	PendingEvents(ctx context.Context) (int, error)
+}
+
+var _ Outbox = (*store.Store)(nil)
+
+// Options are a sender's collaborators. Outbox and Registry are required.
+type Options struct {
+	Outbox   Outbox
+	Logger   *slog.Logger          // nil: discard
+	Registry prometheus.Registerer // pacer_notifications_total, pacer_notifications_pending
+	// Member names this sender's claims (a cluster member's name).
+	Member string
+	// Interval is how often the outbox is read without a wake-up
+	// (default DefaultInterval).
+	Interval time.Duration
+	// Now is the clock of the backoff, max_age and claims (nil:
+	// time.Now); tests move it by hand.
+	Now func() time.Time
+}
+
+// settings is the notify section in force and the redactor of its config.
+type settings struct {
+	n      *config.Notify
+	redact *config.Redactor
+}
+
+// Sender is the delivery loop and its pool of workers.
+type Sender struct {
+	ob       Outbox
+	log      *slog.Logger
+	member   string
+	interval time.Duration
+	now      func() time.Time
+	client   *http.Client
+	cur      atomic.Pointer[settings]
+	wake     chan struct{}
+	jobs     chan job
+	free     chan struct{} // a token per idle worker
+	sent     prometheus.Counter
+	failed   prometheus.Counter
+	dropped  prometheus.Counter
+	pending  prometheus.Gauge
+	// passes counts the loop's readings of the outbox (tests wait on it).
+	passes atomic.Int64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// job is one claimed event and the settings it is delivered with.
+type job struct {
+	ev  store.Event
+	set *settings
+}
+
+// New returns a sender for n (nil: it sends nothing until SetConfig gives
+// it a section). Call Start to run it.
+func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, error) {
+	if opts.Outbox == nil || opts.Registry == nil {
+		return nil, errors.New("notify: Outbox and Registry are required")
+	}
+	s := &Sender{
+		ob: opts.Outbox, log: opts.Logger, member: opts.Member, interval: opts.Interval, now: opts.Now,
+		client: newClient(),
+		wake:   make(chan struct{}, 1),
+		jobs:   make(chan job),
+		free:   make(chan struct{}, maxInFlight),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.interval <= 0 {
+		s.interval = DefaultInterval
+	}
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pacer_notifications_total", Help: "Notification deliveries by outcome: sent, failed (to be retried), dropped (older than notify.max_age).",
+	}, []string{"outcome"})
+	s.pending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pacer_notifications_pending", Help: "Notification events in the outbox, not yet delivered.",
+	})
+	for _, c := range []prometheus.Collector{total, s.pending} {
+		if err := opts.Registry.Register(c); err != nil {
+			return nil, fmt.Errorf("notify: metrics: %w", err)
+		}
+	}
+	s.sent, s.failed, s.dropped = total.WithLabelValues("sent"), total.WithLabelValues("failed"), total.WithLabelValues("dropped")
+	s.SetConfig(n, redact)
+	return s, nil
+}
+
+// SetConfig replaces the notify section (a reload): the next deliveries go
+// to its targets. nil stops sending; the outbox keeps what it holds.
+func (s *Sender) SetConfig(n *config.Notify, redact *config.Redactor) {
+	if redact == nil {
+		redact = config.NewRedactor()
+	}
+	s.cur.Store(&settings{n: n, redact: redact})
+	s.Wake()
+}
+
+// Wake makes the loop read the outbox now (after a commit wrote events).
+// It never blocks.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the loop and the workers until Stop.
+func (s *Sender) Start() {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for range maxInFlight {
+		s.free <- struct{}{}
+		s.spawn(s.worker)
+	}
+	s.spawn(s.loop)
+}
+
+// Stop cancels the deliveries in flight (their events stay in the outbox,
+// claimed until their claim runs out) and waits for the goroutines, up to
+// timeout; it reports whether they all ended.
+func (s *Sender) Stop(timeout time.Duration) bool {
+	if s.cancel == nil {
+		return true
+	}
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (s *Sender) spawn(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// loop reads the outbox when woken and every interval: it drops what is
+// too old, claims as many events as workers are idle and hands them out,
+// and updates the pending gauge.
+func (s *Sender) loop() {
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	for {
+		housekeep := false
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		case <-tick.C:
+			housekeep = true
+		}
+		s.pass(housekeep)
+		s.passes.Add(1)
+	}
+}
+
+// pass is one reading of the outbox: with housekeep (once per interval,
+// not on every wake-up) it first drops the events past max_age and reads
+// the pending count, then it claims.
+func (s *Sender) pass(housekeep bool) {
+	set := s.cur.Load()
+	if set.n == nil {
+		return
+	}
+	ctx, now := s.ctx, s.now()
+	if housekeep {
+		s.housekeep(set, now)
+	}
+	idle := len(s.free)
+	if idle == 0 {
+		return
+	}
+	evs, err := s.ob.ClaimEvents(ctx, store.EventClaim{Member: s.member, Now: now, Until: now.Add(s.budget(set.n) + claimMargin), Limit: idle})
+	if err != nil {
+		s.storeError("claim", err)
+		return
+	}
+	for _, ev := range evs {
+		select {
+		case <-s.free:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s.jobs <- job{ev: ev, set: set}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// housekeep drops the events older than max_age (one log line each) and
+// sets the pending gauge.
+func (s *Sender) housekeep(set *settings, now time.Time) {
+	ctx := s.ctx
+	if dropped, err := s.ob.DropEvents(ctx, now.Add(-set.n.MaxAge), now); err != nil {
+		s.storeError("drop", err)
+	} else {
+		for _, ev := range dropped {
+			s.dropped.Inc()
+			s.log.Warn("notification dropped: undelivered past notify.max_age", "source", ev.Source, "event", ev.Event,
+				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
+		}
+	}
+	if n, err := s.ob.PendingEvents(ctx); err == nil {
+		s.pending.Set(float64(n))
+	}
+}
+
+// budget is the longest the deliveries of one event take.
+func (s *Sender) budget(n *config.Notify) time.Duration {
+	k := 0
+	if len(n.Command) > 0 {
+		k++
+	}
+	if n.Webhook != nil {
+		k++
+	}
+	return time.Duration(max(k, 1)) * n.Timeout
+}
+
+func (s *Sender) storeError(what string, err error) {
+	if s.ctx.Err() == nil {
+		s.log.Warn("notify: outbox "+what+" failed", "err", err)
+	}
+}
+
+// worker delivers the events handed to it, one at a time.
+func (s *Sender) worker() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case j := <-s.jobs:
+			s.handle(j)
+			s.free <- struct{}{}
+			s.Wake() // the source's next event may go now
+		}
+	}
+}
+
+// handle delivers one event to every target and records the outcome.
+func (s *Sender) handle(j job) {
+	err := s.deliver(j)
+	if s.ctx.Err() != nil {
+		return // stopping: the claim runs out and another pass retries it
+	}
+	ctx := context.WithoutCancel(s.ctx)
+	if err == nil {
+		s.sent.Inc()
+		if err := s.ob.EventSent(ctx, j.ev.ID); err != nil {
+			s.storeError("sent", err)
+		}
+		return
+	}
+	s.failed.Inc()
+	attempts := j.ev.Attempts + 1
+	next := s.now().Add(Backoff(attempts))
+	if attempts&(attempts-1) == 0 { // the 1st, 2nd, 4th, 8th ... failure
+		s.log.Warn("notification delivery failed; retrying", "source", j.ev.Source, "event", j.ev.Event, "id", j.ev.ID,
+			"attempts", attempts, "next_attempt_at", next.UTC(), "err", j.set.redact.Redact(err.Error()))
+	}
+	if err := s.ob.EventFailed(ctx, j.ev.ID, next); err != nil {
+		s.storeError("failed", err)
+	}
+}
+
+// deliver sends ev to the command and the webhook, each within the timeout.
+func (s *Sender) deliver(j job) error {
+	body, err := Marshal(j.ev)
+	if err != nil {
+		return err
+	}
+	n := j.set.n
+	var errs []error
+	if len(n.Command) > 0 {
+		ctx, cancel := context.WithTimeout(s.ctx, n.Timeout)
+		errs = append(errs, runCommand(ctx, n.Command, body))
+		cancel()
+	}
+	if n.Webhook != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, n.Timeout)
+		errs = append(errs, postWebhook(ctx, s.client, n.Webhook, j.ev.ID, body))
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// Backoff is the wait after the k-th consecutive failed delivery of an
+// event: 1 s, doubling, at most 5 m.
+func Backoff(k int) time.Duration {
+	d := retryInitial
+	for i := 1; i < k && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
+}

@@ -1,0 +1,167 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// waitDelay is how long a command's output may stay open after it exited
+// (something it left behind holds it) before Wait gives up on it.
+const waitDelay = 2 * time.Second
+
+// maxAnswer bounds what is read of a webhook's answer or a command's
+// output: only its status matters.
+const maxAnswer = 64 << 10
+
+// payload is the JSON of an event (contract 10.1).
+type payload struct {
+	ID                  string    `json:"id"`
+	Event               string    `json:"event"`
+	Source              string    `json:"source"`
+	State               string    `json:"state"`
+	PreviousState       string    `json:"previous_state"`
+	Reason              string    `json:"reason"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	At                  time.Time `json:"at"`
+}
+
+// Marshal is the JSON body of ev that every target gets.
+func Marshal(ev store.Event) ([]byte, error) {
+	b, err := json.Marshal(payload{
+		ID: ev.ID, Event: ev.Event, Source: ev.Source, State: ev.State, PreviousState: ev.PreviousState,
+		Reason: ev.Reason, ConsecutiveFailures: ev.ConsecutiveFailures, At: ev.At.UTC(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("notify: encode event %s: %w", ev.ID, err)
+	}
+	return b, nil
+}
+
+// newClient is the webhooks' HTTP client: it follows no redirect (a 3xx is
+// the answer, not 2xx: a failure).
+func newClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = maxInFlight
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// postWebhook sends body to w; only a 2xx answer is a success.
+func postWebhook(ctx context.Context, c *http.Client, w *config.Webhook, id string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	for k, v := range w.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Pacer-Event-Id", id)
+	resp, err := c.Do(req)
+	if err != nil {
+		// Not url.Error's text: it quotes the target's URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("webhook: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook: answered %s", resp.Status)
+	}
+	return nil
+}
+
+// runCommand runs argv with body on stdin, in its own process group,
+// which is killed at ctx's end and, whatever the outcome, once the command
+// has exited (what it left behind in the group goes with it).
+func runCommand(ctx context.Context, argv []string, body []byte) error {
+	if len(argv) == 0 {
+		return errors.New("command: empty")
+	}
+	var out tail
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return os.ErrProcessDone
+	}
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("command: %w", err)
+	}
+	pid := cmd.Process.Pid
+	if exited(pid) {
+		// Not reaped yet: the group id is still the command's own.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	err := cmd.Wait()
+	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("command: %w (its process group was killed)", ctx.Err())
+	}
+	if line := out.lastLine(); line != "" {
+		return fmt.Errorf("command: %w: %s", err, line)
+	}
+	return fmt.Errorf("command: %w", err)
+}
+
+// exited blocks until the child pid has exited, without reaping it.
+func exited(pid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err == nil
+		}
+	}
+}
+
+// tail keeps the last maxAnswer bytes written to it.
+type tail struct{ b []byte }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > maxAnswer {
+		t.b = append(t.b[:0], t.b[len(t.b)-maxAnswer:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line written, at most 200 bytes.
+func (t *tail) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200]
+	}
+	return l
+}

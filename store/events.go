@@ -1,0 +1,308 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The outbox of notifications (contract 10.2): an event is inserted in the
+// transaction that commits the state change causing it (Commit), and stays
+// until a sender delivered it (EventSent) or it is too old (DropEvents).
+// Senders claim events with one conditional UPDATE (ClaimEvents): only the
+// oldest event of each source is claimable, and only while nobody's claim
+// on it holds, so that events of one source go out in order and, in a
+// cluster, each is delivered by one member at a time.
+
+const tableEvents = "events"
+
+// eventColumns lists the columns an insert writes (seq is the database's).
+const eventColumns = "id, source, event, state, previous_state, reason, consecutive_failures, at, attempts, " +
+	"next_attempt_at, claimed_by, claim_until"
+
+// Event is one notification waiting in the outbox.
+type Event struct {
+	// Seq orders the events (assigned by the database at insert).
+	Seq int64
+	// ID is unique per event (32 hex digits; NewEventID), for receivers
+	// to drop duplicates. Commit sets one when empty.
+	ID                  string
+	Source              string
+	Event               string // error | open | recovered
+	State               string
+	PreviousState       string
+	Reason              string
+	ConsecutiveFailures int
+	At                  time.Time
+	// Attempts counts the failed deliveries so far.
+	Attempts int
+	// NextAttemptAt is when it may be claimed again after a failure.
+	NextAttemptAt time.Time
+	// ClaimedBy and ClaimUntil hold the claim of a sender.
+	ClaimedBy  string
+	ClaimUntil time.Time
+}
+
+// eventModel is a row of events. Times are microseconds since the epoch; a
+// zero next_attempt_at or claim_until means none.
+type eventModel struct {
+	Seq                 int64  `gorm:"column:seq;primaryKey;autoIncrement;index:idx_events_source_seq,priority:2"`
+	EventID             string `gorm:"column:id;size:64;not null;uniqueIndex:idx_events_id"`
+	Source              string `gorm:"not null;index:idx_events_source_seq,priority:1"`
+	Event               string `gorm:"not null"`
+	State               string `gorm:"not null;default:('')"`
+	PreviousState       string `gorm:"not null;default:('')"`
+	Reason              string `gorm:"not null;default:('')"`
+	ConsecutiveFailures int64  `gorm:"not null;default:0"`
+	At                  int64  `gorm:"not null;index:idx_events_at"`
+	Attempts            int64  `gorm:"not null;default:0"`
+	NextAttemptAt       int64  `gorm:"not null;default:0"`
+	ClaimedBy           string `gorm:"not null;default:('')"`
+	ClaimUntil          int64  `gorm:"not null;default:0"`
+}
+
+// TableName pins the table of eventModel.
+func (eventModel) TableName() string { return tableEvents }
+
+// NewEventID returns a random 128-bit id in hex.
+func NewEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// Batch is what one Commit writes in one transaction.
+type Batch struct {
+	States  []SourceState
+	Records []PollRecord
+	// Events go to the outbox; each must name a source.
+	Events []Event
+}
+
+// empty reports whether the batch writes nothing.
+func (b *Batch) empty() bool {
+	return len(b.States) == 0 && len(b.Records) == 0 && len(b.Events) == 0
+}
+
+// prepareEvents checks the events of a batch and gives each an id.
+func prepareEvents(in []Event) ([]Event, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]Event, len(in))
+	for i, ev := range in {
+		if ev.Source == "" || ev.Event == "" {
+			return nil, fmt.Errorf("event #%d has no source or no event name", i)
+		}
+		if ev.ID == "" {
+			ev.ID = NewEventID()
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// insertEvents writes events within tx.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	q := insertSQL(tableEvents, eventColumns, 1, s.bind)
+	for i := range events {
+		ev := &events[i]
+		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,
+			ev.ConsecutiveFailures, micros(ev.At), ev.Attempts, zeroMicros(ev.NextAttemptAt), ev.ClaimedBy,
+			zeroMicros(ev.ClaimUntil)); err != nil {
+			return fmt.Errorf("insert event of %q: %w", ev.Source, err)
+		}
+	}
+	return nil
+}
+
+// zeroMicros is micros(t), 0 for the zero time.
+func zeroMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return micros(t)
+}
+
+// fromZeroMicros is fromMicros, the zero time for 0.
+func fromZeroMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return fromMicros(us)
+}
+
+// EventClaim asks ClaimEvents for up to Limit events due at Now, claimed by
+// Member until Until.
+type EventClaim struct {
+	Member     string
+	Now, Until time.Time
+	Limit      int
+}
+
+// eventSelect is the columns ClaimEvents returns, in the order it scans them.
+const eventSelect = "seq, " + eventColumns
+
+// ClaimEvents claims, in one conditional UPDATE, up to c.Limit events: for
+// each source only its oldest event, when it is due (next_attempt_at) and
+// nobody's claim on it holds at c.Now. On PostgreSQL the rows another
+// claimer is taking are skipped (FOR UPDATE SKIP LOCKED). The events are
+// returned oldest first.
+func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) {
+	if c.Limit <= 0 {
+		return nil, nil
+	}
+	if err := s.guard.check(); err != nil {
+		// The events of a deleted file are not the store's any more.
+		return nil, fmt.Errorf("store: claim events: %w", err)
+	}
+	now, until := micros(c.Now), micros(c.Until)
+	lock := ""
+	if s.dialect == dialectPostgres {
+		lock = " FOR UPDATE OF e SKIP LOCKED"
+	}
+	b := s.bind
+	q := "UPDATE " + tableEvents + " SET claimed_by = " + b(1) + ", claim_until = " + b(2) +
+		" WHERE seq IN (SELECT e.seq FROM " + tableEvents + " e WHERE e.seq = (SELECT min(x.seq) FROM " + tableEvents +
+		" x WHERE x.source = e.source) AND e.claim_until < " + b(3) + " AND e.next_attempt_at <= " + b(4) +
+		" ORDER BY e.seq LIMIT " + b(5) + lock + ") AND claim_until < " + b(6) + " RETURNING " + eventSelect
+	rows, err := s.sql.QueryContext(ctx, q, c.Member, until, now, now, c.Limit, now)
+	if err != nil {
+		return nil, fmt.Errorf("store: claim events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var ev Event
+		var at, next, claim int64
+		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.State, &ev.PreviousState, &ev.Reason,
+			&ev.ConsecutiveFailures, &at, &ev.Attempts, &next, &ev.ClaimedBy, &claim); err != nil {
+			return nil, fmt.Errorf("store: claim events: %w", err)
+		}
+		ev.At, ev.NextAttemptAt, ev.ClaimUntil = fromMicros(at), fromZeroMicros(next), fromZeroMicros(claim)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: claim events: %w", err)
+	}
+	sortEvents(out)
+	return out, nil
+}
+
+// sortEvents orders events by Seq (RETURNING gives no order).
+func sortEvents(evs []Event) {
+	slices.SortFunc(evs, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// EventSent removes a delivered event from the outbox. An event already
+// gone (dropped meanwhile) is not an error.
+func (s *Store) EventSent(ctx context.Context, id string) error {
+	if _, err := s.sql.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.bind(1), id); err != nil {
+		return fmt.Errorf("store: event %s sent: %w", id, err)
+	}
+	return nil
+}
+
+// EventFailed records a failed delivery: one more attempt, claimable again
+// from next on, its claim given back.
+func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) error {
+	b := s.bind
+	if _, err := s.sql.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
+		", claimed_by = '', claim_until = 0 WHERE id = "+b(2), micros(next), id); err != nil {
+		return fmt.Errorf("store: event %s failed: %w", id, err)
+	}
+	return nil
+}
+
+// DropEvents deletes the events made before before whose claim does not
+// hold at now, and returns them (for the sender's log line and count).
+func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event, error) {
+	b := s.bind
+	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
+		" RETURNING seq, id, source, event, attempts", micros(before), micros(now))
+	if err != nil {
+		return nil, fmt.Errorf("store: drop events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var ev Event
+		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.Attempts); err != nil {
+			return nil, fmt.Errorf("store: drop events: %w", err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: drop events: %w", err)
+	}
+	sortEvents(out)
+	return out, nil
+}
+
+// PendingEvents counts the events in the outbox.
+func (s *Store) PendingEvents(ctx context.Context) (int, error) {
+	var n int
+	if err := s.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: pending events: %w", err)
+	}
+	return n, nil
+}
+
+// Commit writes b in one transaction: its states and records as SaveBatch
+// does, and its events into the outbox. Either all of it is committed or
+// none of it.
+func (s *Store) Commit(ctx context.Context, b Batch, keep int) error {
+	if b.empty() {
+		return nil
+	}
+	if err := s.guard.check(); err != nil {
+		return fmt.Errorf("store: save batch: %w", err)
+	}
+	rows, err := prepareBatch(b)
+	if err != nil {
+		return fmt.Errorf("store: save batch: %w", err)
+	}
+	if err := s.commitBatchChecked(ctx, rows, keep, nil); err != nil {
+		return fmt.Errorf("store: save batch: %w", err)
+	}
+	return nil
+}
+
+// prepareBatch checks b and brings it to the rows commitBatchChecked
+// writes.
+func prepareBatch(b Batch) (*batchRows, error) {
+	sts, err := prepareStates(b.States, now())
+	if err != nil {
+		return nil, err
+	}
+	for i := range b.Records {
+		if b.Records[i].Source == "" {
+			return nil, fmt.Errorf("record #%d has no source", i)
+		}
+	}
+	evs, err := prepareEvents(b.Events)
+	if err != nil {
+		return nil, err
+	}
+	return &batchRows{sts: sts, records: b.Records, events: evs}, nil
+}
+
+// batchRows is what one transaction of commitBatchChecked writes.
+type batchRows struct {
+	sts     []stateRow
+	records []PollRecord
+	events  []Event
+}
+
+// keepEvents removes from r the events of the sources keep refuses.
+func (r *batchRows) keepEvents(keep func(source string) bool) {
+	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev Event) bool { return !keep(ev.Source) })
+}
