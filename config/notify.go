@@ -43,14 +43,6 @@ type Notify struct {
 	MaxAge time.Duration
 }
 
-// Webhook is an HTTP target of notifications. Its header values are
-// secrets, as a source's.
-type Webhook struct {
-	URL     string
-	Method  string
-	Headers map[string]string
-}
-
 // Wants reports whether the section sends event. A nil section sends none.
 func (n *Notify) Wants(event string) bool {
 	return n != nil && slices.Contains(n.On, event)
@@ -116,53 +108,4 @@ func (l *loader) notifyOn(n *yaml.Node, where path) []string {
 		}
 	}
 	return on
-}
-
-// webhook reads notify.webhook: url (http or https) is required; method
-// defaults to POST; header values are secrets.
-func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
-	w := &Webhook{Method: "POST"}
-	ps, ok := l.pairs(n, where)
-	if !ok {
-		return nil
-	}
-	for _, p := range ps {
-		kp := where.key(p.key)
-		switch p.key {
-		case "url":
-			if v, ok := l.scalar(p.val, kp, "a URL"); ok {
-				w.URL = v
-				l.userinfo(v)
-				l.checkURL(v, kp)
-			}
-		case "method":
-			if v, ok := l.scalar(p.val, kp, "a string"); ok {
-				if !isToken(v) {
-					l.addf(kp, "invalid HTTP method %q", v)
-				} else {
-					w.Method = strings.ToUpper(v)
-				}
-			}
-		case "headers":
-			w.Headers = l.headers(p.val, kp)
-		default:
-			l.addf(kp, "unknown key")
-		}
-	}
-	if w.URL == "" {
-		if _, set := findKey(ps, "url"); !set {
-			l.addf(where.key("url"), "is required")
-		}
-	}
-	return w
-}
-
-// findKey returns the pair of key among ps.
-func findKey(ps []pair, key string) (pair, bool) {
-	for _, p := range ps {
-		if p.key == key {
-			return p, true
-		}
-	}
-	return pair{}, false
 }

@@ -24,7 +24,7 @@ func TestNotifySection(t *testing.T) {
 		{"bad", "notify:\n  on: [down]\n  webhook: {url: \"ftp://x\", methd: GET}\n  timeout: 0s\n  max_ag: 1h\n", nil,
 			[]string{`notify.on[0]: unknown event "down"`, "notify.webhook.url: invalid URL: unsupported scheme", "notify.webhook.methd: unknown key",
 				"notify.timeout: must be", "notify.max_ag: unknown key"}},
-		{"no url", "notify: {webhook: {method: POST}}\n", nil, []string{"notify.webhook.url: is required"}},
+		{"no url", "notify: {webhook: {method: POST}}\n", nil, []string{"notify.webhook.url: required"}},
 		{"empty on", "notify: {on: [], command: [\"true\"]}\n", nil, []string{"notify.on: must list at least one"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ type Deliver struct {
 	Always bool
 }
 
-// Webhook is an HTTP target of deliver. Its header values and the password
+// Webhook is an HTTP target of deliver and of notify. Its header values and the password
 // of its URL are secrets (registered with the Redactor).
 type Webhook struct {
 	URL     string
@@ -115,7 +115,7 @@ func (l *loader) deliverFile(n *yaml.Node, kp path) string {
 	return ""
 }
 
-// webhook reads deliver.webhook: url (http or https, required), method
+// webhook reads deliver.webhook and notify.webhook: url (http or https, required), method
 // (default POST) and headers (secrets, like a source's).
 func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
 	ps, ok := l.pairs(n, where)
