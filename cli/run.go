@@ -183,7 +183,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		return nil, err
 	}
 	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own,
-		EventsCommitted: d.send.Wake})
+		EventsCommitted: d.send.Wake, EventsDropped: d.send.CountDropped})
 	if err != nil {
 		return nil, err
 	}

@@ -149,6 +149,11 @@ func (s *Sender) SetConfig(n *config.Notify, redact *config.Redactor) {
 	s.Wake()
 }
 
+// CountDropped counts n events dropped before they reached the outbox (the
+// scheduler's bound on events held through a long store outage) as
+// pacer_notifications_total{outcome="dropped"}.
+func (s *Sender) CountDropped(n int) { s.dropped.Add(float64(n)) }
+
 // Wake makes the loop read the outbox now (after a commit wrote events).
 // It never blocks.
 func (s *Sender) Wake() {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -162,5 +163,34 @@ func TestFlusherKeepsEventsThroughFailedCommit(t *testing.T) {
 	}
 	if n, err := st.PendingEvents(t.Context()); err != nil || n != 2 {
 		t.Fatalf("pending %d, %v; want both events, once each", n, err)
+	}
+}
+
+// TestFlusherBoundsEventsAndCountsDrops: a source whose events outgrow
+// maxSlotEvents before a commit keeps the newest, and the dropped ones are
+// reported (pacer_notifications_total{outcome="dropped"} in the daemon).
+func TestFlusherBoundsEventsAndCountsDrops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	st, f := newTestFlusher(t, path, store.Options{}, 10)
+	dropped := 0
+	f.onDropEvents = func(n int) { dropped += n }
+	c := f.slot("c")
+	const extra = 6
+	for i := range maxSlotEvents + extra {
+		f.submit(c, store.SourceState{Name: "c", PollsTotal: int64(i + 1)}, nil,
+			store.Event{Source: "c", Event: "error", Reason: fmt.Sprint(i), At: time.Now()})
+	}
+	if dropped != extra {
+		t.Fatalf("dropped %d events; want %d", dropped, extra)
+	}
+	if err := f.flushAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.PendingEvents(t.Context()); err != nil || n != maxSlotEvents {
+		t.Fatalf("pending %d, %v; want %d", n, err, maxSlotEvents)
+	}
+	evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 1})
+	if err != nil || len(evs) != 1 || evs[0].Reason != fmt.Sprint(extra) {
+		t.Fatalf("first event %+v, %v; want the oldest kept (reason %d)", evs, err, extra)
 	}
 }

@@ -42,6 +42,9 @@ type flusher struct {
 	// onEvents is called after a commit that wrote notification events,
 	// outside mu (it wakes the sender).
 	onEvents func()
+	// onDropEvents is called (outside mu) with the number of notification
+	// events a slot had to drop to stay within maxSlotEvents.
+	onDropEvents func(n int)
 	// saveFenced, on a member of a cluster, commits instead of
 	// st.Commit; the sources it left out go to onRejected (outside mu):
 	// their shards are another member's now, and their writes are dropped.
@@ -56,7 +59,10 @@ type flusher struct {
 	head    int
 	next    uint64
 	lastErr error
-	changed chan struct{} // closed and replaced after every commit attempt
+	// droppedEvents counts the events dropped since the last successful
+	// commit (logged once when dropping starts and once when it ends).
+	droppedEvents int
+	changed       chan struct{} // closed and replaced after every commit attempt
 	kick    chan struct{}
 
 	// Buffers of flush, reused from one commit to the next.
@@ -153,10 +159,15 @@ func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord, 
 	if rec != nil {
 		w.recs = newest(append(w.recs, *rec), f.keep())
 	}
+	dropped := 0
 	if len(evs) > 0 {
-		w.evs = newestEvents(append(w.evs, evs...))
+		w.evs, dropped = newestEvents(append(w.evs, evs...))
+		f.noteDropped(sl.name, dropped)
 	}
 	f.mu.Unlock()
+	if dropped > 0 && f.onDropEvents != nil {
+		f.onDropEvents(dropped)
+	}
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -293,7 +304,9 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 		err = f.st.Commit(ctx, b, f.keep())
 	}
 	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
-	f.settle(taken, len(states), len(records), err)
+	if n := f.settle(taken, len(states), len(records), err); n > 0 && f.onDropEvents != nil {
+		f.onDropEvents(n)
+	}
 	if len(rejected) > 0 && f.onRejected != nil {
 		f.onRejected(rejected)
 	}
@@ -353,8 +366,10 @@ func (f *flusher) take() (taken []write, states []store.SourceState, records []s
 
 // settle ends the commit of taken: on success their slots are saved; on
 // failure everything goes back in the queue, under the newer state of a
-// source that submitted one meanwhile. Waiters are woken either way.
-func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
+// source that submitted one meanwhile. Waiters are woken either way. It
+// returns the number of notification events dropped to keep a slot within
+// maxSlotEvents.
+func (f *flusher) settle(taken []write, nstates, nrecords int, err error) (droppedNow int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
@@ -367,7 +382,10 @@ func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
 				nw := &f.queue[sl.pend]
 				nw.recs = newest(append(w.recs, nw.recs...), k)
 				if len(w.evs) > 0 {
-					nw.evs = newestEvents(append(w.evs, nw.evs...))
+					var n int
+					nw.evs, n = newestEvents(append(w.evs, nw.evs...))
+					f.noteDropped(sl.name, n)
+					droppedNow += n
 				}
 				continue
 			}
@@ -383,6 +401,10 @@ func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
 		if f.lastErr != nil {
 			f.log.Info("store recovered", "states", nstates, "records", nrecords)
 		}
+		if f.droppedEvents > 0 {
+			f.log.Warn("notification events dropped during the store outage", "dropped", f.droppedEvents)
+			f.droppedEvents = 0
+		}
 		f.lastErr = nil
 		for i := range taken {
 			w := &taken[i]
@@ -394,6 +416,7 @@ func (f *flusher) settle(taken []write, nstates, nrecords int, err error) {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	return droppedNow
 }
 
 // recycle clears a commit's buffers and keeps them for the next one. A
@@ -418,12 +441,28 @@ func newest(recs []store.PollRecord, k int) []store.PollRecord {
 	return append(recs[:0], recs[len(recs)-k:]...)
 }
 
-// newestEvents returns the last maxSlotEvents of evs.
-func newestEvents(evs []store.Event) []store.Event {
+// newestEvents returns the last maxSlotEvents of evs and how many older
+// ones it dropped.
+func newestEvents(evs []store.Event) ([]store.Event, int) {
 	if len(evs) <= maxSlotEvents {
-		return evs
+		return evs, 0
 	}
-	return append(evs[:0], evs[len(evs)-maxSlotEvents:]...)
+	n := len(evs) - maxSlotEvents
+	return append(evs[:0], evs[n:]...), n
+}
+
+// noteDropped counts n events of the named source dropped while the store
+// fails, logging the first drop of an outage (the end of the outage logs
+// the total, see settle). mu held.
+func (f *flusher) noteDropped(name string, n int) {
+	if n == 0 {
+		return
+	}
+	if f.droppedEvents == 0 {
+		f.log.Warn("notification events dropped: the store has been failing and a source keeps changing state; the newest are kept",
+			"source", name, "kept", maxSlotEvents)
+	}
+	f.droppedEvents += n
 }
 
 // eventsOf collects the events of a commit's writes, in the order of their

@@ -54,6 +54,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	s.deliverer = deliver.New(s.transport)
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
 	s.flush.onEvents = opts.EventsCommitted
+	s.flush.onDropEvents = opts.EventsDropped
 	if err := s.setupCluster(opts.Ownership); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,10 @@ type Options struct {
 	// EventsCommitted, if set, is called after each commit that wrote
 	// notification events (the notify sender's wake-up); it must not block.
 	EventsCommitted func()
+	// EventsDropped, if set, is called with the number of notification
+	// events dropped because the store failed for so long that a source's
+	// pending events outgrew their bound (64 per source, the newest kept).
+	EventsDropped func(n int)
 }
 
 // Scheduler runs the polls of one daemon.
