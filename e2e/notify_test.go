@@ -203,7 +203,7 @@ sources:
 // once the receiver answers every event arrives, in order per source.
 func TestNotifyHangingReceiverDoesNotSlowPolls(t *testing.T) {
 	t.Parallel()
-	const n, hang, flip = 50, 30 * time.Second, 3 * time.Second
+	const n, hang, flip = 50, 60 * time.Second, 3 * time.Second
 	u := newUpstream(t)
 	r := newHookReceiver(t, recvHang)
 	var b strings.Builder
@@ -257,7 +257,7 @@ func TestNotifyHangingReceiverDoesNotSlowPolls(t *testing.T) {
 		t.Errorf("pending peaked at %v; want some, at most %v", maxPending, bound)
 	}
 	r.setMode(recvOK)
-	eventually(t, 90*time.Second, "the outbox drained", func() error {
+	eventually(t, 150*time.Second, "the outbox drained", func() error {
 		if p := d.metric("pacer_notifications_pending"); p != 0 {
 			return errf("pending %v", p)
 		}
