@@ -152,8 +152,11 @@ type entry struct {
 	removed      bool  // dropped from the config while busy
 	resetPending bool  // reset while polling: applied when the poll ends
 	savedSeq     uint64
-	localErrs    int        // consecutive local errors (kindLocal), the memory of localRetry
-	flap         flapWindow // coalescing of its throttle transitions
+	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
+	// flap coalesces its throttle transitions (flaplog.go); nil until its
+	// first one: at 100,000 sources the healthy majority, which never
+	// flaps, saves the window's 56 bytes each.
+	flap *flapWindow
 }
 
 // group is a named limit: a concurrency cap and a start rate shared by its
