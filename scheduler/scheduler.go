@@ -92,11 +92,14 @@ type Scheduler struct {
 	cfg     *config.Config
 	redact  *config.Redactor
 	entries map[string]*entry
-	due     dueHeap
-	groups  map[string]*group
-	workers []context.CancelFunc // one per worker goroutine
-	ready   *fifo
-	wake    chan struct{}
+	// reloadMark is flipped at each reload; the entries of the sources the
+	// reload keeps take its value (reloadSources).
+	reloadMark bool
+	due        dueHeap
+	groups     map[string]*group
+	workers    []context.CancelFunc // one per worker goroutine
+	ready      *fifo
+	wake       chan struct{}
 	// localLog rate-limits the warnings about local errors (mu held).
 	localLog localLog
 	// flapping lists the sources with coalesced throttle transitions to
@@ -151,6 +154,7 @@ type entry struct {
 	busy         bool  // queued, waiting for permits, or polling
 	removed      bool  // dropped from the config while busy
 	resetPending bool  // reset while polling: applied when the poll ends
+	mark         bool  // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
 	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
 	// flap coalesces its throttle transitions (flaplog.go); nil until its
