@@ -104,7 +104,7 @@ func (s *Scheduler) trigger(name string) error {
 		return nil
 	}
 	s.due.remove(e)
-	s.dispatch(e, s.clock.Now(), true)
+	s.dispatch(e, s.clock.Now(), time.Time{})
 	return nil
 }
 

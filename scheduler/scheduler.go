@@ -146,9 +146,8 @@ type entry struct {
 	gen    uint64
 	shard  int // store.ShardOf(name, its limits group)
 
-	st    store.SourceState
-	idx   int       // position in the due heap, -1 when not in it
-	dueAt time.Time // heap key
+	st  store.SourceState
+	idx int // position in the due heap, -1 when not in it (the heap holds its due time)
 
 	sl           *slot // its place in the flusher
 	busy         bool  // queued, waiting for permits, or polling
