@@ -38,8 +38,9 @@ func Fingerprint(s *Source) string {
 // fingerprinter computes fingerprints, reusing its buffer: Load computes
 // one per source.
 type fingerprinter struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	fast []byte // appendFPDoc's buffer
 }
 
 // fingerprint returns Fingerprint(s).
@@ -50,7 +51,13 @@ func (f *fingerprinter) fingerprint(s *Source) string {
 	f.buf.Reset()
 	var err error
 	if validUTF8Strings(s) {
-		err = f.enc.Encode(newFPDoc(s, identity, emptyList[string], emptyMap))
+		doc := newFPDoc(s, identity, emptyList[string], emptyMap)
+		if b, ok := appendFPDoc(f.fast[:0], &doc); ok {
+			f.fast = b
+			sum := sha256.Sum256(b)
+			return hex.EncodeToString(sum[:])
+		}
+		err = f.enc.Encode(doc)
 	} else {
 		err = f.enc.Encode(newFPDoc(s, fpQuote, fpQuoteList, fpObject))
 	}

@@ -393,10 +393,10 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 	base := time.Now()
 	var h dueHeap
 	ph := &ptrHeap{}
-	es := make([]*entry, n)
-	sched := func(e *entry, t time.Time) {
+	es := make([]*heapEntry, n)
+	sched := func(e *heapEntry, t time.Time) {
 		if !pointer {
-			h.schedule(e, t)
+			h.schedule(&e.entry, t)
 			return
 		}
 		e.dueAt = t
@@ -406,27 +406,32 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 			heap.Push(ph, e)
 		}
 	}
-	remove := func(e *entry) {
+	remove := func(e *heapEntry) {
 		if !pointer {
-			h.remove(e)
+			h.remove(&e.entry)
 		} else if e.idx >= 0 {
 			heap.Remove(ph, e.idx)
 		}
 	}
-	top := func() *entry {
+	// due pops the entry due first and schedules it a minute later.
+	due := func() {
 		if pointer {
-			return ph.es[0]
+			e := ph.es[0]
+			heap.Remove(ph, 0)
+			sched(e, e.dueAt.Add(time.Minute))
+			return
 		}
-		e, _, _ := h.top()
-		return e
+		e, at, _ := h.top()
+		h.remove(e)
+		h.schedule(e, time.Unix(0, at).Add(time.Minute))
 	}
 	for i := range es {
-		es[i] = &entry{idx: -1}
+		es[i] = &heapEntry{entry: entry{idx: -1}}
 		sched(es[i], base.Add(time.Duration(rng.Int64N(int64(time.Minute)))))
 	}
 	// Pre-draw the entries and times so the loop measures the heap.
 	const pre = 1 << 16
-	picks := make([]*entry, pre)
+	picks := make([]*heapEntry, pre)
 	times := make([]time.Time, pre)
 	for i := range pre {
 		picks[i] = es[rng.IntN(n)]
@@ -442,9 +447,7 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 		case "reschedule":
 			sched(e, t)
 		case "due":
-			e = top()
-			remove(e)
-			sched(e, e.dueAt.Add(time.Minute))
+			due()
 		}
 	}
 	i := 0
@@ -463,11 +466,18 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 	}
 }
 
+// heapEntry is a full-size entry with the due time the baseline layout
+// keeps in it (the daemon's entries kept it there before dueHeap held it).
+type heapEntry struct {
+	entry
+	dueAt time.Time
+}
+
 // ptrHeap is BenchmarkHeap's baseline layout: container/heap over entry
 // pointers, each comparison reading two entries' dueAt. It counts its
 // comparisons.
 type ptrHeap struct {
-	es   []*entry
+	es   []*heapEntry
 	less int
 }
 
@@ -482,7 +492,7 @@ func (h *ptrHeap) Swap(i, j int) {
 	h.es[j].idx = j
 }
 func (h *ptrHeap) Push(x any) {
-	e := x.(*entry)
+	e := x.(*heapEntry)
 	e.idx = len(h.es)
 	h.es = append(h.es, e)
 }

@@ -42,7 +42,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 				continue
 			}
 			s.due.remove(e)
-			s.dispatch(e, now, false)
+			s.dispatch(e, now, time.Unix(0, at))
 		}
 		if len(s.flapping) > 0 && !now.Before(s.flapSweepAt) {
 			s.sweepFlaps(now, false)
@@ -69,11 +69,13 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-// dispatch hands e to its group's queue or the global queue. mu held.
-func (s *Scheduler) dispatch(e *entry, now time.Time, trigger bool) {
+// dispatch hands e, due at due (its key in the due heap; the zero time for
+// a trigger, which is due now), to its group's queue or the global queue.
+// mu held.
+func (s *Scheduler) dispatch(e *entry, now, due time.Time) {
 	e.busy = true
-	due := e.dueAt
-	if trigger || due.IsZero() {
+	trigger := due.IsZero()
+	if trigger {
 		due = now
 	}
 	j := &job{e: e, gen: e.gen, due: due, queuedAt: now, trigger: trigger, group: e.group}
@@ -164,7 +166,7 @@ func (s *Scheduler) requeue(j *job) {
 	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" {
 		// A trigger survives a change of group: it goes through the new one.
 		s.due.remove(e)
-		s.dispatch(e, s.clock.Now(), true)
+		s.dispatch(e, s.clock.Now(), time.Time{})
 		return
 	}
 	s.reschedule(e, s.clock.Now())

@@ -25,7 +25,9 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	}
 	if changed {
 		s.configChanged(e, now)
-	} else if e.st.Fingerprint != src.Fingerprint {
+	} else {
+		// Equal or unknown: either way the config's string, so that the
+		// entry holds no second copy of the same 64 bytes read from the store.
 		e.st.Fingerprint = src.Fingerprint
 	}
 	s.entries[src.Name] = e
@@ -146,5 +148,7 @@ func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason strin
 	}
 	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
 		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
-	e.flap.logged = cur // what the source's last line reported (flaplog.go)
+	if e.flap != nil {
+		e.flap.logged = cur // what the source's last line reported (flaplog.go)
+	}
 }

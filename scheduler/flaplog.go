@@ -55,13 +55,16 @@ func (s *Scheduler) logPollChange(e *entry, prev string, now time.Time, reason s
 		s.logChange(e, prev, now, reason)
 		return
 	}
-	if now.Before(e.flap.until) {
+	if e.flap != nil && now.Before(e.flap.until) {
 		e.flap.suppressed++
 		if !e.flap.listed {
 			e.flap.listed = true
 			s.flapping = append(s.flapping, e)
 		}
 		return
+	}
+	if e.flap == nil {
+		e.flap = &flapWindow{} // its first throttle transition
 	}
 	s.logChange(e, prev, now, reason)
 	e.flap.until = now.Add(throttleLogEvery)
@@ -71,7 +74,7 @@ func (s *Scheduler) logPollChange(e *entry, prev string, now time.Time, reason s
 // transitions, if any, with cur the state they left it in, and opens a new
 // window (the line counts as the window's one line). mu held.
 func (s *Scheduler) flushFlap(e *entry, now time.Time, cur string) {
-	if e.flap.suppressed == 0 {
+	if e.flap == nil || e.flap.suppressed == 0 {
 		return
 	}
 	s.log.Info("source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,

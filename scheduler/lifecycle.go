@@ -98,9 +98,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // them while its config is being loaded. A second call returns an error and
 // changes nothing.
 func (s *Scheduler) StartFrom(states []store.SourceState) error {
-	stored := make(map[string]store.SourceState, len(states))
-	for _, st := range states {
-		stored[st.Name] = st
+	// An index into states, not a copy of each (296 bytes): at 100,000
+	// sources this start-up map holds ~3 MB instead of ~35 MB, which
+	// counts in the start-up's peak. As before, the last state of a name
+	// wins.
+	stored := make(map[string]int, len(states))
+	for i := range states {
+		stored[states[i].Name] = i
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,7 +122,11 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	}
 	for i := range s.cfg.Sources {
 		src := &s.cfg.Sources[i]
-		st, found := stored[src.Name]
+		var st store.SourceState
+		j, found := stored[src.Name]
+		if found {
+			st = states[j]
+		}
 		if err := s.addEntry(src, st, found, now); err != nil {
 			// Nothing runs but the group admitters: they end once mu is
 			// released, and Shutdown has nothing left to do.

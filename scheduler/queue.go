@@ -15,7 +15,7 @@ import (
 type dueHeap []dueItem
 
 type dueItem struct {
-	at int64 // nanoKey(e.dueAt)
+	at int64 // nanoKey of the time the entry is due (the entry keeps no copy)
 	e  *entry
 }
 
@@ -30,7 +30,6 @@ func (h dueHeap) top() (e *entry, at int64, ok bool) {
 
 // schedule puts e in the heap at t, or moves it there.
 func (h *dueHeap) schedule(e *entry, t time.Time) {
-	e.dueAt = t
 	at := nanoKey(t) // saturates: a due time past 2262 never wraps into the past
 	if i := e.idx; i >= 0 {
 		(*h)[i].at = at
