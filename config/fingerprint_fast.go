@@ -9,7 +9,7 @@ import (
 // fpDocMembers is the number of members of fpDoc that appendFPDoc writes; a
 // test checks it against fpDoc, so that a member added to the document
 // cannot be left out of the fast path.
-const fpDocMembers = 27
+const fpDocMembers = 28
 
 // appendFPDoc appends the bytes encoding/json's Encoder writes for d (without
 // its newline) to b, for the common case: every string printable ASCII and
@@ -65,6 +65,9 @@ func appendFPDoc(b []byte, d *fpDoc[string, map[string]string]) (_ []byte, ok bo
 	}
 	if d.Auth != "" {
 		w.str(`,"auth":`, d.Auth)
+	}
+	if d.Deliver != "" {
+		w.str(`,"deliver":`, d.Deliver)
 	}
 	return append(w.b, '}'), w.ok
 }
