@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -32,6 +33,9 @@ type Ownership interface {
 	Ready() error
 	// Name is the member's name (the source object's owner).
 	Name() string
+	// Renewed is nil when the member's last round of claims succeeded,
+	// else the reason (commits are held until it is nil again).
+	Renewed() error
 }
 
 // ClusterStore is what a member's scheduler needs of its store besides
@@ -69,10 +73,34 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 	s.own, s.cst = own, cst
 	s.shardDirty = true
 	s.flush.saveFenced = func(ctx context.Context, states []store.SourceState, records []store.PollRecord, keep int) ([]string, error) {
-		return cst.SaveBatchFenced(ctx, own.Fence(s.shardOfName), states, records, keep)
+		if err := own.Renewed(); err != nil {
+			// Which claims still hold is known again after the next round:
+			// a commit now could be refused for a claim that lapsed while
+			// the database was away and that comes back with its fence.
+			// The flusher keeps the rows and retries (rule 8.7).
+			return nil, fmt.Errorf("scheduler: commit held: %w", err)
+		}
+		return cst.SaveBatchFenced(ctx, s.commitFence(), states, records, keep)
 	}
 	s.flush.onRejected = s.rejected
 	return nil
+}
+
+// commitFence is what a commit is conditional on: for each shard, the
+// fence it was taken over with, so that rows written under one claim are
+// refused once the shard has been another member's, even if this member
+// holds it again by the time they are committed (a new claim comes with a
+// new fence, and the shard is taken over again only once those rows are
+// committed or refused). A shard never taken over has the member's
+// current fence. Called by the flusher outside mu.
+func (s *Scheduler) commitFence() store.Fence {
+	f := s.own.Fence(s.shardOfName)
+	if taken := s.takenFences.Load(); taken != nil {
+		for sh, fe := range *taken {
+			f.Fences[sh] = fe
+		}
+	}
+	return f
 }
 
 // shardOfName is the shard of a configured source (ShardOf with its
@@ -206,15 +234,23 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 	now := s.clock.Now()
 	s.indexShards()
 	n := 0
+	fences := s.own.Fence(s.shardOfName).Fences
+	taken := map[int]int64{}
+	if old := s.takenFences.Load(); old != nil {
+		maps.Copy(taken, *old)
+	}
 	defer func() {
 		if n > 0 {
+			s.takenFences.Store(&taken)
 			s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
 		}
 	}()
 	for _, sh := range gained {
-		if s.active[sh] || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
+		fe, held := fences[sh]
+		if s.active[sh] || !held || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
 			continue
 		}
+		taken[sh] = fe
 		s.active[sh] = true
 		s.activeN++
 		n++
