@@ -257,6 +257,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 		for _, e := range s.byShard[sh] {
 			if st, ok := stored[e.name]; ok && !e.busy {
 				s.adopt(e, st, now)
+				catchUp(e, now)
 			}
 			s.reschedule(e, now)
 		}
@@ -278,6 +279,29 @@ func (s *Scheduler) adopt(e *entry, st store.SourceState, now time.Time) {
 		s.configChanged(e, now)
 	case st.Fingerprint == "":
 		e.st.Fingerprint = e.src.Fingerprint
+	}
+}
+
+// catchUpWindow bounds how close the next tick of "@every" must be for a
+// missed one to give way to it (catchUp): at most half the period, and at
+// most a second, so that a source handed over at a member's exit is still
+// polled within 2 s of it (rule 8.3).
+const catchUpWindow = time.Second
+
+// catchUp handles a tick missed while e's shard changed owner (its stored
+// due time passed before this member took it over). It is polled at once,
+// as late as the take-over made it, unless the schedule's next tick is
+// near: then that tick takes its place, instead of two polls in a row
+// within a fraction of the period (the double run users see at a
+// fail-over). Moving a due time later keeps every "not before" rule
+// (backoff, Retry-After, an open breaker). mu held.
+func catchUp(e *entry, now time.Time) {
+	due := e.st.NextRunAt
+	if due == nil || !due.Before(now) || e.timing.every <= 0 {
+		return
+	}
+	if next := e.timing.next(now); next.Sub(now) < min(e.timing.every/2, catchUpWindow) {
+		e.st.NextRunAt = ptr(ceilMicro(next))
 	}
 }
 
