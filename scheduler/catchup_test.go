@@ -41,3 +41,21 @@ func TestCatchUp(t *testing.T) {
 		t.Errorf("a source without a period: next_run_at moved to %v", e.st.NextRunAt)
 	}
 }
+
+// TestClusterShare: a member's share of cluster.concurrency by the shards
+// it polls is rounded down (the shares of three members add up to at most
+// the cap) and never 0 while it polls a shard.
+func TestClusterShare(t *testing.T) {
+	for _, c := range []struct{ cc, shards, want int }{
+		{30, 85, 9}, {30, 86, 10}, {30, 256, 30}, {30, 1, 1}, {2, 85, 1}, {256, 1, 1}, {512, 1, 2},
+	} {
+		if got := clusterShare(c.cc, c.shards); got != c.want {
+			t.Errorf("clusterShare(%d, %d) = %d, want %d", c.cc, c.shards, got, c.want)
+		}
+	}
+	for cc := 3; cc <= 300; cc++ {
+		if sum := clusterShare(cc, 85) + clusterShare(cc, 85) + clusterShare(cc, 86); sum > cc {
+			t.Errorf("cluster.concurrency %d: three members of 85, 85 and 86 shards get %d in all", cc, sum)
+		}
+	}
+}

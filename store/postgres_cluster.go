@@ -286,7 +286,7 @@ func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceSta
 		}
 	}
 	check := func(ctx context.Context, tx *sql.Tx, sts []stateRow, records []PollRecord) ([]stateRow, []PollRecord, error) {
-		valid, err := s.validShards(ctx, tx, f)
+		valid, err := s.validShards(ctx, tx, f.only(sts, records))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -310,6 +310,26 @@ func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceSta
 		return nil, fmt.Errorf("store: save batch: %w", err)
 	}
 	return rejected, nil
+}
+
+// only is f restricted to the shards of the sources of sts and records:
+// a commit checks and locks the rows of the shards it writes, not every
+// shard the member holds.
+func (f Fence) only(sts []stateRow, records []PollRecord) Fence {
+	out := Fence{Member: f.Member, Fences: make(map[int]int64), ShardOf: f.ShardOf}
+	add := func(name string) {
+		sh := f.ShardOf(name)
+		if fe, ok := f.Fences[sh]; ok {
+			out.Fences[sh] = fe
+		}
+	}
+	for _, r := range sts {
+		add(r.st.Name)
+	}
+	for _, r := range records {
+		add(r.Source)
+	}
+	return out
 }
 
 // validShards returns the shards of f that the member still holds with
