@@ -268,7 +268,9 @@ func BenchmarkClusterSaturated(b *testing.B) {
 // concurrency 64 on one PostgreSQL: the aggregate polls/s, the commits/s
 // and the server's CPU per 1,000 polls (target <= 200 ms), over a window of
 // PACER_BENCH_WINDOW (default 60s: every source once), medians of
-// PACER_BENCH_ROUNDS (default 1).
+// PACER_BENCH_ROUNDS (default 1); and, before it, the server's CPU per
+// second for the same three members at rest (one source on "@every 1h"):
+// the heartbeats and claims alone.
 func BenchmarkClusterMinuteLoad(b *testing.B) {
 	const members, k, n = 3, 64, 30_000
 	server := pgtest.Server(b)
@@ -278,8 +280,20 @@ func BenchmarkClusterMinuteLoad(b *testing.B) {
 	dir := b.TempDir()
 	bin := buildPacer(b, dir)
 	pg := postgresCPU(b, server)
-	var polls, commitsS, pgMs []float64
+	var polls, commitsS, pgMs, rest []float64
 	for r := range rounds {
+		// At rest: the same cluster with one source on "@every 1h": what
+		// the heartbeats, the claims and the owners' reads cost the
+		// server without polls.
+		idle := memberSpec{n: 1, k: k, schedule: "@every 1h", url: srv.URL}
+		ds, _ := startCluster(b, bin, filepath.Join(dir, fmt.Sprintf("rest-%d", r)), pgtest.Schema(b, "bench_"), members, idle)
+		time.Sleep(5 * time.Second)
+		pg0, t0 := pg(), time.Now()
+		time.Sleep(10 * time.Second)
+		rest = append(rest, float64(pg()-pg0)/float64(time.Millisecond)/time.Since(t0).Seconds())
+		for _, d := range ds {
+			d.stop(b)
+		}
 		spec := memberSpec{n: n, k: k, schedule: "@every 1m", url: srv.URL}
 		ds, addrs := startCluster(b, bin, filepath.Join(dir, fmt.Sprintf("cluster-%d", r)), pgtest.Schema(b, "bench_"), members, spec)
 		w := measureWindow(b, srv, addrs, pg, 10*time.Second, win)
@@ -287,8 +301,10 @@ func BenchmarkClusterMinuteLoad(b *testing.B) {
 			d.stop(b)
 		}
 		polls, commitsS, pgMs = append(polls, w.pollsPerSec), append(commitsS, w.commitsPerSec), append(pgMs, w.pgMsPerPoll)
-		b.Logf("round %d: %.0f polls/s (due %.0f), %.1f commits/s, PostgreSQL %.3f ms CPU/poll", r+1, w.pollsPerSec, float64(n)/60, w.commitsPerSec, w.pgMsPerPoll)
+		b.Logf("round %d: %.0f polls/s (due %.0f), %.1f commits/s, PostgreSQL %.3f ms CPU/poll; at rest (3 members, no polls) %.1f ms CPU/s",
+			r+1, w.pollsPerSec, float64(n)/60, w.commitsPerSec, w.pgMsPerPoll, rest[r])
 	}
+	b.ReportMetric(Median(rest), "pg-cpu-ms/s-at-rest")
 	b.ReportMetric(Median(polls), "polls/s")
 	b.ReportMetric(Median(commitsS), "commits/s")
 	b.ReportMetric(1000*Median(pgMs), "pg-cpu-ms/1000polls")
