@@ -76,6 +76,12 @@ type Member struct {
 	live     []string
 	lastErr  error     // the last round's error, nil when it succeeded
 	warnedAt time.Time // the last warning about another member's config
+	// lastOK is when the last round succeeded; after an outage longer
+	// than a lease, the members live before it count as live until
+	// graceUntil (see liveAfter).
+	lastOK     time.Time
+	graceLive  []string
+	graceUntil time.Time
 }
 
 // New returns a member; Run makes it take part.
@@ -145,6 +151,7 @@ func (m *Member) Round(ctx context.Context) error {
 	}
 	var want, leaving []int
 	m.mu.Lock()
+	live = m.liveAfter(live, m.opt.Now())
 	for sh := range store.Shards {
 		h, have := m.claims[sh]
 		if Assign(live, sh) == m.opt.Name {
@@ -177,8 +184,33 @@ func (m *Member) Round(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.claims = next
+	m.lastOK = start
 	m.mu.Unlock()
 	return nil
+}
+
+// liveAfter is the list of live members a round works with, from live,
+// those whose heartbeat the database shows within a lease. After this
+// member could not reach the database for more than a lease (a restart
+// of PostgreSQL, a partition), every other member's heartbeat may be old
+// for the same reason: for one lease from then, the members live before
+// the outage still count as live, so that the first member back does not
+// claim everyone's shards (their commits, held since the outage, would
+// then be refused) only to give them back a round later. A member that
+// died meanwhile has its shards taken over one lease later. mu held.
+func (m *Member) liveAfter(live []string, now time.Time) []string {
+	if !m.lastOK.IsZero() && now.Sub(m.lastOK) > m.opt.Lease && m.graceUntil.Before(now) {
+		m.graceLive, m.graceUntil = slices.Clone(m.live), now.Add(m.opt.Lease)
+	}
+	if now.Before(m.graceUntil) {
+		for _, name := range m.graceLive {
+			if !slices.Contains(live, name) {
+				live = append(live, name)
+			}
+		}
+	}
+	slices.Sort(live)
+	return live
 }
 
 // fingerprintWarnEvery bounds the warnings about members whose sources
@@ -268,6 +300,20 @@ func (m *Member) MayStart(shard int) bool {
 	defer m.mu.Unlock()
 	h, ok := m.claims[shard]
 	return ok && !h.leaving && m.opt.Now().Before(h.deadline)
+}
+
+// Renewed returns nil when the member's last round succeeded, else the
+// reason: until a round succeeds again the member cannot tell which of
+// its claims still hold, and its scheduler holds its commits rather than
+// have them refused (a claim that lapsed during an outage comes back with
+// the same fence when nobody else took it).
+func (m *Member) Renewed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lastErr != nil {
+		return fmt.Errorf("cannot renew the cluster claims: %w", m.lastErr)
+	}
+	return nil
 }
 
 // Ready returns nil when the member's last round succeeded and it may

@@ -316,3 +316,50 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestOutageKeepsShares: when no member could reach the database for more
+// than a lease (every heartbeat and lease ran out together), the first
+// member back claims its own share only, not the shards of the members
+// live before the outage, and each gets its own shards back with the same
+// fence (so that the commits held since the outage still go in).
+func TestOutageKeepsShares(t *testing.T) {
+	const lease = 2 * time.Second
+	dsn := newDSN(t)
+	sa, sb := openStore(t, dsn), openStore(t, dsn)
+	a, b := newMember(t, sa, "a", lease), newMember(t, sb, "b", lease)
+	names := []string{"a", "b"}
+	settle(t, 10*time.Second, names, a, b)
+	fence := func(m *cluster.Member) map[int]int64 {
+		return m.Fence(func(string) int { return 0 }).Fences
+	}
+	before := map[string]map[int]int64{"a": fence(a), "b": fence(b)}
+	// The outage: neither runs a round for longer than a lease.
+	deadline := time.Now().Add(lease + lease/2)
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(a.Shards()) != 0 || len(b.Shards()) != 0 {
+		t.Fatalf("claims still usable after the leases ran out: a %d, b %d shards", len(a.Shards()), len(b.Shards()))
+	}
+	if err := a.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range a.Shards() {
+		if cluster.Assign(names, sh) != "a" {
+			t.Fatalf("a, first back after the outage, claimed shard %d of b", sh)
+		}
+	}
+	if err := b.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if o := owners(a, b); len(o) != store.Shards {
+		t.Errorf("after one round each, %d of %d shards owned", len(o), store.Shards)
+	}
+	for name, m := range map[string]*cluster.Member{"a": a, "b": b} {
+		for sh, fe := range fence(m) {
+			if was, ok := before[name][sh]; !ok || was != fe {
+				t.Errorf("%s holds shard %d with fence %d after the outage, want its own fence %d (held %v)", name, sh, fe, was, ok)
+			}
+		}
+	}
+}

@@ -42,16 +42,21 @@ func startCluster(t *testing.T, dsn string, n, cc int, body string) []*member {
 	t.Helper()
 	ms := make([]*member, n)
 	for i := range ms {
-		in := newInst(t)
-		name := fmt.Sprintf("m%d", i+1)
-		writeFile(t, in.cfgPath, "store: \""+dsn+"\"\nadmin:\n  listen: \""+in.addr+"\"\n"+
-			fmt.Sprintf("cluster: {name: %s, lease: %s, concurrency: %d}\n", name, clusterLease, cc)+body)
-		ms[i] = &member{name: name, in: in, d: in.launch(in.cfgPath, true)}
+		ms[i] = launchMember(t, dsn, fmt.Sprintf("m%d", i+1), cc, body)
 	}
 	for _, m := range ms {
 		m.d.waitReady(30 * time.Second)
 	}
 	return ms
+}
+
+// launchMember starts member name on dsn (without waiting for it).
+func launchMember(t *testing.T, dsn, name string, cc int, body string) *member {
+	t.Helper()
+	in := newInst(t)
+	writeFile(t, in.cfgPath, "store: \""+dsn+"\"\nadmin:\n  listen: \""+in.addr+"\"\n"+
+		fmt.Sprintf("cluster: {name: %s, lease: %s, concurrency: %d}\n", name, clusterLease, cc)+body)
+	return &member{name: name, in: in, d: in.launch(in.cfgPath, true)}
 }
 
 // owners reads every source's owner from m's API.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -32,6 +33,9 @@ type Ownership interface {
 	Ready() error
 	// Name is the member's name (the source object's owner).
 	Name() string
+	// Renewed is nil when the member's last round of claims succeeded,
+	// else the reason (commits are held until it is nil again).
+	Renewed() error
 }
 
 // ClusterStore is what a member's scheduler needs of its store besides
@@ -69,10 +73,34 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 	s.own, s.cst = own, cst
 	s.shardDirty = true
 	s.flush.saveFenced = func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
-		return cst.CommitFenced(ctx, own.Fence(s.shardOfName), b, keep)
+		if err := own.Renewed(); err != nil {
+			// Which claims still hold is known again after the next round:
+			// a commit now could be refused for a claim that lapsed while
+			// the database was away and that comes back with its fence.
+			// The flusher keeps the rows and retries (rule 8.7).
+			return nil, fmt.Errorf("scheduler: commit held: %w", err)
+		}
+		return cst.CommitFenced(ctx, s.commitFence(), b, keep)
 	}
 	s.flush.onRejected = s.rejected
 	return nil
+}
+
+// commitFence is what a commit is conditional on: for each shard, the
+// fence it was taken over with, so that rows written under one claim are
+// refused once the shard has been another member's, even if this member
+// holds it again by the time they are committed (a new claim comes with a
+// new fence, and the shard is taken over again only once those rows are
+// committed or refused). A shard never taken over has the member's
+// current fence. Called by the flusher outside mu.
+func (s *Scheduler) commitFence() store.Fence {
+	f := s.own.Fence(s.shardOfName)
+	if taken := s.takenFences.Load(); taken != nil {
+		for sh, fe := range *taken {
+			f.Fences[sh] = fe
+		}
+	}
+	return f
 }
 
 // shardOfName is the shard of a configured source (ShardOf with its
@@ -206,21 +234,30 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 	now := s.clock.Now()
 	s.indexShards()
 	n := 0
+	fences := s.own.Fence(s.shardOfName).Fences
+	taken := map[int]int64{}
+	if old := s.takenFences.Load(); old != nil {
+		maps.Copy(taken, *old)
+	}
 	defer func() {
 		if n > 0 {
+			s.takenFences.Store(&taken)
 			s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
 		}
 	}()
 	for _, sh := range gained {
-		if s.active[sh] || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
+		fe, held := fences[sh]
+		if s.active[sh] || !held || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
 			continue
 		}
+		taken[sh] = fe
 		s.active[sh] = true
 		s.activeN++
 		n++
 		for _, e := range s.byShard[sh] {
 			if st, ok := stored[e.name]; ok && !e.busy {
 				s.adopt(e, st, now)
+				catchUp(e, now)
 			}
 			s.reschedule(e, now)
 		}
@@ -242,6 +279,29 @@ func (s *Scheduler) adopt(e *entry, st store.SourceState, now time.Time) {
 		s.configChanged(e, now)
 	case st.Fingerprint == "":
 		e.st.Fingerprint = e.src.Fingerprint
+	}
+}
+
+// catchUpWindow bounds how close the next tick of "@every" must be for a
+// missed one to give way to it (catchUp): at most half the period, and at
+// most a second, so that a source handed over at a member's exit is still
+// polled within 2 s of it (rule 8.3).
+const catchUpWindow = time.Second
+
+// catchUp handles a tick missed while e's shard changed owner (its stored
+// due time passed before this member took it over). It is polled at once,
+// as late as the take-over made it, unless the schedule's next tick is
+// near: then that tick takes its place, instead of two polls in a row
+// within a fraction of the period (the double run users see at a
+// fail-over). Moving a due time later keeps every "not before" rule
+// (backoff, Retry-After, an open breaker). mu held.
+func catchUp(e *entry, now time.Time) {
+	due := e.st.NextRunAt
+	if due == nil || !due.Before(now) || e.timing.every <= 0 {
+		return
+	}
+	if next := e.timing.next(now); next.Sub(now) < min(e.timing.every/2, catchUpWindow) {
+		e.st.NextRunAt = ptr(ceilMicro(next))
 	}
 }
 

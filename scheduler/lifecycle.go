@@ -69,9 +69,18 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 func (s *Scheduler) limitOf(cfg *config.Config) int {
 	n := s.descLimit(cfg)
 	if s.own != nil && cfg.Cluster.Concurrency > 0 {
-		n = min(n, max(cfg.Cluster.Concurrency*s.activeN/store.Shards, 1))
+		n = min(n, clusterShare(cfg.Cluster.Concurrency, s.activeN))
 	}
 	return n
+}
+
+// clusterShare is a member's share of the cluster-wide cap cc when it
+// polls shards of the store.Shards: cc × shards / Shards rounded down, so
+// that the shares of members holding disjoint shards add up to at most cc,
+// but at least 1, so that a member that owns shards can poll them (with
+// cc below the number of members the shares then add up to more).
+func clusterShare(cc, shards int) int {
+	return max(cc*shards/store.Shards, 1)
 }
 
 // descLimit is concurrency within the descriptor limit.

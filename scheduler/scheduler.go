@@ -128,6 +128,9 @@ type Scheduler struct {
 	shardDirty bool
 	shardNames atomic.Pointer[map[string]int]
 	owners     map[int]string // the store's owner of each shard
+	// takenFences is, per shard, the fence it was last taken over with
+	// (cluster.go: commitFence), read by the flusher outside mu.
+	takenFences atomic.Pointer[map[int]int64]
 
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)

@@ -198,7 +198,8 @@ type Claim struct {
 // ClaimShards is one round of a member's claims, in one transaction: it
 // gives up the shards of release that it owns, renews the leases it holds
 // (for lease from now), claims the shards of want that nobody holds (free,
-// or their lease expired: the fence is incremented), and returns every
+// or their lease expired: the fence is incremented unless the expired
+// lease was this member's own), and returns every
 // claim it holds after that, by shard.
 func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]Claim, error) {
 	if s.dialect != dialectPostgres {
@@ -218,10 +219,14 @@ func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Durat
 			return fmt.Errorf("renew: %w", err)
 		}
 		if len(want) > 0 {
-			// An expired lease of our own is claimed again too, with a new
-			// fence: another member may have owned the shard meanwhile.
-			if err := tx.Exec("UPDATE "+tableShards+" SET owner = ?, fence = fence + 1, lease_until = "+until+
-				" WHERE shard IN ? AND (owner IS NULL OR lease_until IS NULL OR lease_until <= now())", member, want).Error; err != nil {
+			// An expired lease of our own is claimed again too. It keeps
+			// its fence while the row still names this member (nobody
+			// else claimed the shard since: a claim sets the owner, a
+			// release clears it), so that the commits the member could
+			// not make while it was cut off from the database still go
+			// in; any other claim gets a new fence.
+			if err := tx.Exec("UPDATE "+tableShards+" SET fence = CASE WHEN owner = ? THEN fence ELSE fence + 1 END, owner = ?, lease_until = "+until+
+				" WHERE shard IN ? AND (owner IS NULL OR lease_until IS NULL OR lease_until <= now())", member, member, want).Error; err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
 		}
@@ -284,7 +289,7 @@ func (s *Store) CommitFenced(ctx context.Context, f Fence, b Batch, keep int) (r
 		return nil, fmt.Errorf("store: save batch: %w", err)
 	}
 	check := func(ctx context.Context, tx *sql.Tx, r *batchRows) error {
-		valid, err := s.validShards(ctx, tx, f)
+		valid, err := s.validShards(ctx, tx, f.only(r.sts, r.records))
 		if err != nil {
 			return err
 		}
@@ -309,6 +314,26 @@ func (s *Store) CommitFenced(ctx context.Context, f Fence, b Batch, keep int) (r
 		return nil, fmt.Errorf("store: save batch: %w", err)
 	}
 	return rejected, nil
+}
+
+// only is f restricted to the shards of the sources of sts and records:
+// a commit checks and locks the rows of the shards it writes, not every
+// shard the member holds.
+func (f Fence) only(sts []stateRow, records []PollRecord) Fence {
+	out := Fence{Member: f.Member, Fences: make(map[int]int64), ShardOf: f.ShardOf}
+	add := func(name string) {
+		sh := f.ShardOf(name)
+		if fe, ok := f.Fences[sh]; ok {
+			out.Fences[sh] = fe
+		}
+	}
+	for _, r := range sts {
+		add(r.st.Name)
+	}
+	for _, r := range records {
+		add(r.Source)
+	}
+	return out
 }
 
 // validShards returns the shards of f that the member still holds with

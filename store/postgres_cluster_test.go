@@ -322,3 +322,46 @@ func TestMemberLockShared(t *testing.T) {
 		t.Errorf("member lock on SQLite: %v, want ErrNoCluster", err)
 	}
 }
+
+// TestPostgresReclaimOwnExpiredShard: a member whose lease ran out while
+// nobody else claimed the shard (the database was down for all) claims it
+// again with the same fence, so that the commits it could not make while
+// cut off still go in once it has; a shard that another member held in
+// between comes back with a new fence, and the old commits stay refused.
+func TestPostgresReclaimOwnExpiredShard(t *testing.T) {
+	s := openAt(t, newPostgresDSN(t), store.Options{})
+	const lease = 2 * time.Second
+	x, y := store.ShardOf("x", ""), store.ShardOf("y", "")
+	if x == y {
+		t.Fatalf("x and y on one shard %d", x)
+	}
+	a := claim(t, s, "a", lease, []int{x, y}, nil)
+	if len(a) != 2 {
+		t.Fatalf("a claimed %d shards, want 2", len(a))
+	}
+	fa := fenceOf("a", a)
+	deadline := time.Now().Add(3 * lease)
+	for len(claim(t, s, "b", lease, []int{y}, nil)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not get shard %d within %v of a's lease %v", y, 3*lease, lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := claim(t, s, "b", lease, nil, []int{y}); len(left) != 0 {
+		t.Fatalf("b holds %d shards after giving %d back", len(left), y)
+	}
+	again := claim(t, s, "a", lease, []int{x, y}, nil)
+	if again[x].Fence != a[x].Fence {
+		t.Errorf("shard %d reclaimed by its own expired owner: fence %d, want the same %d", x, again[x].Fence, a[x].Fence)
+	}
+	if again[y].Fence <= a[y].Fence {
+		t.Errorf("shard %d reclaimed after b held it: fence %d, want above %d", y, again[y].Fence, a[y].Fence)
+	}
+	rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 3}, {Name: "y", PollsTotal: 3}}, nil, 10)
+	if err != nil || !reflect.DeepEqual(rej, []string{"y"}) {
+		t.Errorf("a's commit with its first fences: rejected %v, %v; want [y] only", rej, err)
+	}
+	if st := mustGet(t, s, "x"); st.PollsTotal != 3 {
+		t.Errorf("x after a's late commit: polls %d, want 3", st.PollsTotal)
+	}
+}
