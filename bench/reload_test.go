@@ -10,31 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// procCPU returns the user+system CPU time of process pid from
-// /proc/PID/stat, or -1.
-func procCPU(pid int) time.Duration {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// selfCPU is the user+system CPU of process pid so far (procCPU without
+// its reaped children), or -1 if it cannot be read.
+func selfCPU(pid int) time.Duration {
+	cpu, _, err := procCPU(pid, false)
 	if err != nil {
 		return -1
 	}
-	// The fields after the command name (which may hold spaces) in ")".
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
-		return -1
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	const ticks = 100 // USER_HZ on Linux
-	return time.Duration(ut+st) * time.Second / ticks
+	return cpu
 }
 
 // notifySocket is a unix datagram socket standing in for systemd's
@@ -123,9 +111,9 @@ func BenchmarkReload(b *testing.B) {
 	pid := cmd.Process.Pid
 	ns.waitReady(b, 3*time.Minute)
 	time.Sleep(5 * time.Second) // past the start-up's first commits: a fixed settling time
-	c0, t0 := procCPU(pid), time.Now()
+	c0, t0 := selfCPU(pid), time.Now()
 	time.Sleep(3 * time.Second)
-	steady := float64(procCPU(pid)-c0) / float64(time.Since(t0)) // cores
+	steady := float64(selfCPU(pid)-c0) / float64(time.Since(t0)) // cores
 	var cpu, wall []float64
 	for r := range rounds {
 		body := changed
@@ -139,7 +127,7 @@ func BenchmarkReload(b *testing.B) {
 		if err := os.Rename(tmp, cfg); err != nil {
 			b.Fatal(err)
 		}
-		c0, t0 := procCPU(pid), time.Now()
+		c0, t0 := selfCPU(pid), time.Now()
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +135,7 @@ func BenchmarkReload(b *testing.B) {
 		w := time.Since(t0)
 		time.Sleep(300 * time.Millisecond)
 		el := time.Since(t0)
-		c := (procCPU(pid) - c0).Seconds() - steady*el.Seconds()
+		c := (selfCPU(pid) - c0).Seconds() - steady*el.Seconds()
 		cpu, wall = append(cpu, c), append(wall, w.Seconds())
 		b.Logf("round %d: SIGHUP to READY=1 %v, reload CPU %.3f s (steady polling %.3f cores subtracted)", r+1, w.Round(time.Millisecond), c, steady)
 		time.Sleep(2 * time.Second)
