@@ -63,7 +63,7 @@ type flusher struct {
 	// commit (logged once when dropping starts and once when it ends).
 	droppedEvents int
 	changed       chan struct{} // closed and replaced after every commit attempt
-	kick    chan struct{}
+	kick          chan struct{}
 
 	// Buffers of flush, reused from one commit to the next.
 	bufTaken   []write
