@@ -39,9 +39,19 @@ func settings(src *config.Source, redact func(string) string) []setting {
 	} else {
 		out = append(out, setting{"error_after", "never"})
 	}
+	if src.ErrorReprobe > 0 {
+		out = append(out, setting{"error_reprobe", "every " + scheduler.ShortDuration(src.ErrorReprobe) + " while in error"})
+	}
 	if src.Limit != "" {
 		out = append(out, setting{"limit", src.Limit})
 	}
+	out = append(out, sourceSettings(src, redact)...)
+	return append(out, deliverSettings(src.Deliver, redact)...)
+}
+
+// sourceSettings are the settings of src's type.
+func sourceSettings(src *config.Source, redact func(string) string) []setting {
+	var out []setting
 	switch src.Type {
 	case "http":
 		out = append(out, setting{"method", src.Method}, setting{"url", redact(src.URL)})
@@ -59,6 +69,9 @@ func settings(src *config.Source, redact func(string) string) []setting {
 		if src.FollowRedirects != nil && !*src.FollowRedirects {
 			out = append(out, setting{"follow_redirects", "false"})
 		}
+		if src.Conditional != nil && !*src.Conditional {
+			out = append(out, setting{"conditional", "false"})
+		}
 	case "exec":
 		args := make([]string, len(src.Command))
 		for i, a := range src.Command {
@@ -70,6 +83,36 @@ func settings(src *config.Source, redact func(string) string) []setting {
 		}
 		if src.Dir != "" {
 			out = append(out, setting{"dir", redact(src.Dir)})
+		}
+	}
+	return out
+}
+
+// deliverSettings are the lines of a deliver block (none without one);
+// webhook header values are never shown, as a source's.
+func deliverSettings(d *config.Deliver, redact func(string) string) []setting {
+	if d == nil {
+		return nil
+	}
+	when := "changed results"
+	if d.Always {
+		when = "every result (GETs unconditional)"
+	}
+	out := []setting{{"deliver", when}}
+	if d.File != "" {
+		out = append(out, setting{"deliver file", redact(d.File)})
+	}
+	if len(d.Command) > 0 {
+		args := make([]string, len(d.Command))
+		for i, a := range d.Command {
+			args[i] = strconv.Quote(redact(a))
+		}
+		out = append(out, setting{"deliver command", strings.Join(args, " ")})
+	}
+	if w := d.Webhook; w != nil {
+		out = append(out, setting{"deliver webhook", w.Method + " " + redact(w.URL)})
+		for _, k := range slices.Sorted(maps.Keys(w.Headers)) {
+			out = append(out, setting{"deliver webhook header " + k, "***"})
 		}
 	}
 	return out
