@@ -116,12 +116,14 @@ sources:
 	})
 	// reset (API, daemon running) of an open breaker: closed, polled at its
 	// next tick, not after the 60s cooldown.
+	// Its breaker is open for 60 s, so nothing polls it before the reset;
+	// the poll at its next tick may come before the API's answer is read.
+	resetAt := time.Now()
 	code, body = d.do(http.MethodPost, "/api/sources/o/reset", "", "")
 	var ro sourceObj
 	if code != http.StatusOK || json.Unmarshal(body, &ro) != nil || ro.Breaker != "closed" || ro.ConsecutiveFailures != 0 || ro.State == "open" {
 		t.Errorf("POST /api/sources/o/reset: want 200 with a closed breaker, got %d %s", code, body)
 	}
-	resetAt := time.Now()
 	eventually(t, 2500*time.Millisecond, "o polled at its next tick after reset", func() error {
 		if u.CountSince("/o", resetAt) == 0 {
 			return errf("no request on /o")
