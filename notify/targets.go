@@ -12,18 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
-
-// waitDelay is how long a command's output may stay open after it exited
-// (something it left behind holds it) before Wait gives up on it.
-const waitDelay = 2 * time.Second
 
 // maxAnswer bounds what is read of a webhook's answer or a command's
 // output: only its status matters.
@@ -94,34 +88,19 @@ func postWebhook(ctx context.Context, c *http.Client, w *config.Webhook, id stri
 	return nil
 }
 
-// runCommand runs argv with body on stdin, in its own process group,
-// which is killed at ctx's end and, whatever the outcome, once the command
-// has exited (what it left behind in the group goes with it).
+// runCommand runs argv with body on stdin as an exec poll runs its command
+// (sources.GroupCmd): in its own process group, killed at ctx's end and,
+// whatever the outcome, once the command has exited (what it left behind
+// goes with it). It gets the daemon's environment.
 func runCommand(ctx context.Context, argv []string, body []byte) error {
-	if len(argv) == 0 {
-		return errors.New("command: empty")
-	}
-	var out tail
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = bytes.NewReader(body)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return err
-		}
-		return os.ErrProcessDone
-	}
-	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
+	cmd, err := sources.NewGroupCmd(ctx, argv, os.Environ())
+	if err != nil {
 		return fmt.Errorf("command: %w", err)
 	}
-	pid := cmd.Process.Pid
-	if exited(pid) {
-		// Not reaped yet: the group id is still the command's own.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
-	err := cmd.Wait()
+	var out tail
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
 	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
 		return nil
 	}
@@ -132,17 +111,6 @@ func runCommand(ctx context.Context, argv []string, body []byte) error {
 		return fmt.Errorf("command: %w: %s", err, line)
 	}
 	return fmt.Errorf("command: %w", err)
-}
-
-// exited blocks until the child pid has exited, without reaping it.
-func exited(pid int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return err == nil
-		}
-	}
 }
 
 // tail keeps the last maxAnswer bytes written to it.
