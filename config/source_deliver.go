@@ -130,19 +130,9 @@ func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
 		kp := where.key(p.key)
 		switch p.key {
 		case "url":
-			if v, ok := l.scalar(p.val, kp, "a URL"); ok {
-				w.URL = v
-				l.userinfo(v)
-				l.checkURL(v, kp)
-			}
+			w.URL = l.httpURL(p.val, kp, w.URL)
 		case "method":
-			if v, ok := l.scalar(p.val, kp, "a string"); ok {
-				if !isToken(v) {
-					l.addf(kp, "invalid HTTP method %q", v)
-				} else {
-					w.Method = strings.ToUpper(v)
-				}
-			}
+			w.Method = l.httpMethod(p.val, kp, w.Method)
 		case "headers":
 			w.Headers = l.headers(p.val, kp)
 		default:
@@ -185,4 +175,31 @@ func (d *Deliver) digest() string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// httpURL reads an http(s) URL (a source's, a webhook's): its password is
+// a secret, and a URL that is not usable is a problem at kp. It returns
+// old when the value is not a string.
+func (l *loader) httpURL(n *yaml.Node, kp path, old string) string {
+	v, ok := l.scalar(n, kp, "a URL")
+	if !ok {
+		return old
+	}
+	l.userinfo(v)
+	l.checkURL(v, kp)
+	return v
+}
+
+// httpMethod reads an HTTP method, upper-cased; an invalid one is a
+// problem at kp and leaves old.
+func (l *loader) httpMethod(n *yaml.Node, kp path, old string) string {
+	v, ok := l.scalar(n, kp, "a string")
+	switch {
+	case !ok:
+		return old
+	case !isToken(v):
+		l.addf(kp, "invalid HTTP method %q", v)
+		return old
+	}
+	return strings.ToUpper(v)
 }

@@ -14,19 +14,9 @@ import (
 func (l *loader) httpKey(s *Source, p pair, kp path) {
 	switch p.key {
 	case "url":
-		if v, ok := l.scalar(p.val, kp, "a URL"); ok {
-			s.URL = v
-			l.userinfo(v)
-			l.checkURL(v, kp)
-		}
+		s.URL = l.httpURL(p.val, kp, s.URL)
 	case "method":
-		if v, ok := l.scalar(p.val, kp, "a string"); ok {
-			if !isToken(v) {
-				l.addf(kp, "invalid HTTP method %q", v)
-			} else {
-				s.Method = strings.ToUpper(v)
-			}
-		}
+		s.Method = l.httpMethod(p.val, kp, s.Method)
 	case "headers":
 		s.Headers = l.headers(p.val, kp)
 	case "body":
