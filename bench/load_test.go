@@ -415,6 +415,7 @@ func BenchmarkLoad(b *testing.B) {
 			}
 			var ratios, bare, pacer, lag50, lag99 []float64
 			var cpuB, cpuP, cpuReqB, cpuReqP, cpuRatio []float64
+			var allocsB, allocsP, bytesB, bytesP []float64
 			var peakIn, peakFDs, baseFDs, pacerHWM, bareHWM, barePeakFDs []float64
 			unsaturated := strings.Contains(c.name, "load=")
 			for r := range rounds {
@@ -440,6 +441,10 @@ func BenchmarkLoad(b *testing.B) {
 				cpuB, cpuP = append(cpuB, bp.cpu), append(cpuP, pp.cpu)
 				cpuReqB, cpuReqP = append(cpuReqB, bp.cpuPerReq), append(cpuReqP, pp.cpuPerReq)
 				cpuRatio = append(cpuRatio, pp.cpuPerReq/bp.cpuPerReq)
+				allocsB, allocsP = append(allocsB, bp.allocsReq), append(allocsP, pp.allocsReq)
+				bytesB, bytesP = append(bytesB, bp.bytesReq), append(bytesP, pp.bytesReq)
+				b.Logf("round %d: allocations per request bare %.1f (%.0f B) | pacer %.1f (%.0f B)",
+					r+1, bp.allocsReq, bp.bytesReq, pp.allocsReq, pp.bytesReq)
 				b.Logf("round %d: CPU bare %.2f cores, %.0f µs/req | pacer %.2f cores, %.0f µs/req | pacer/bare CPU per request %.2f",
 					r+1, bp.cpu, bp.cpuPerReq, pp.cpu, pp.cpuPerReq, pp.cpuPerReq/bp.cpuPerReq)
 				b.Logf("round %d: bare %.0f req/s (peak in flight %d, fds %d, HWM %.0f MiB) | pacer %.0f req/s (peak in flight %d, fds %d, base %d, HWM %.0f MiB, lag p50 %.1fms p99 %.1fms, skipped %.0f) | ratio %.3f",
@@ -465,10 +470,14 @@ func BenchmarkLoad(b *testing.B) {
 			b.ReportMetric(Median(bareHWM), "bare-HWM-MiB")
 			b.ReportMetric(Median(cpuP), "pacer-cores")
 			b.ReportMetric(Median(cpuReqP), "pacer-cpu-us/req")
+			b.ReportMetric(Median(allocsP), "pacer-allocs/req")
+			b.ReportMetric(Median(bytesP), "pacer-B/req")
 			if !unsaturated {
 				b.ReportMetric(Median(cpuB), "bare-cores")
 				b.ReportMetric(Median(cpuReqB), "bare-cpu-us/req")
 				b.ReportMetric(Median(cpuRatio), "cpu/req-pacer/bare")
+				b.ReportMetric(Median(allocsB), "bare-allocs/req")
+				b.ReportMetric(Median(bytesB), "bare-B/req")
 			}
 			b.ReportMetric(Median(lag50), "lag-p50-ms")
 			b.ReportMetric(Median(lag99), "lag-p99-ms")
