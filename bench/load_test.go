@@ -245,22 +245,41 @@ func runPacer(b *testing.B, name string, cfg *config.Config, srv *slowServer, wa
 }
 
 // profile writes a CPU profile of the pacer phase to
-// $PACER_BENCH_PROFILE_DIR/name.pprof when that variable is set.
+// $PACER_BENCH_PROFILE_DIR/name.pprof when that variable is set, and the
+// allocs profiles at its start and end (name.allocs0.pprof,
+// name.allocs.pprof).
 func profile(b *testing.B, name string) func() {
 	dir := os.Getenv("PACER_BENCH_PROFILE_DIR")
 	if dir == "" {
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(dir, strings.NewReplacer("/", "_", ",", "_", "=", "").Replace(name)+".pprof"))
+	base := filepath.Join(dir, strings.NewReplacer("/", "_", ",", "_", "=", "").Replace(name))
+	f, err := os.Create(base + ".pprof")
 	if err != nil {
 		b.Fatal(err)
 	}
+	writeAllocs(b, base+".allocs0.pprof")
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		writeAllocs(b, base+".allocs.pprof")
+	}
+}
+
+// writeAllocs writes the allocs profile (cumulative since the process
+// started) to path: the window's allocations are those of the profile at
+// its end less the one at its start (go tool pprof -base start end).
+func writeAllocs(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 
