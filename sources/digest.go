@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
+	"math"
 )
 
 // digestBuf is the size of the buffer a digester reads through.
@@ -64,15 +65,26 @@ func (d *digester) Write(b []byte) (int, error) { return d.stream().Write(b) }
 
 // ReadFrom digests r to EOF through one buffer and returns the bytes read.
 func (d *digester) ReadFrom(r io.Reader) (int64, error) {
+	return d.readAtMost(r, math.MaxInt64)
+}
+
+// readAtMost is ReadFrom reading at most limit bytes of r (as through an
+// io.LimitReader, without allocating one): it returns at EOF or once limit
+// bytes are read.
+func (d *digester) readAtMost(r io.Reader, limit int64) (int64, error) {
 	if d.buf == nil {
 		d.buf = make([]byte, digestBuf)
 	}
 	var n int64
-	for {
+	for n < limit {
 		if d.n == len(d.buf) {
 			d.stream() // the buffer is full: hash it and read on
 		}
-		k, err := r.Read(d.buf[d.n:])
+		room := d.buf[d.n:]
+		if int64(len(room)) > limit-n {
+			room = room[:limit-n]
+		}
+		k, err := r.Read(room)
 		chunk := d.buf[d.n : d.n+k]
 		d.n += k
 		n += int64(k)
@@ -88,16 +100,15 @@ func (d *digester) ReadFrom(r io.Reader) (int64, error) {
 			return n, err
 		}
 	}
+	return n, nil
 }
 
 // hex is the digest so far, in lower-case hex.
 func (d *digester) hex() string {
-	var sum [sha256.Size]byte
-	if d.h == nil {
-		sum = sha256.Sum256(d.buf[:d.n])
-	} else {
-		d.stream().Sum(sum[:0])
+	if d.h != nil {
+		return hex.EncodeToString(d.stream().Sum(nil))
 	}
+	sum := sha256.Sum256(d.buf[:d.n])
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])

@@ -73,3 +73,19 @@ func TestDigesterReadError(t *testing.T) {
 		t.Errorf("ReadFrom = %d, %v; want 3, %v", n, err, io.ErrUnexpectedEOF)
 	}
 }
+
+// TestDigesterLimit: readAtMost stops at its limit, and the digest is of
+// the bytes read.
+func TestDigesterLimit(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 3*digestBuf)
+	for _, limit := range []int64{0, 1, 100, digestBuf, digestBuf + 1, 3 * digestBuf, 3*digestBuf + 1} {
+		d := newDigester()
+		d.size(-1, limit)
+		n, err := d.readAtMost(iotest.HalfReader(bytes.NewReader(body)), limit)
+		want := min(limit, int64(len(body)))
+		sum := sha256.Sum256(body[:want])
+		if err != nil || n != want || d.hex() != hex.EncodeToString(sum[:]) {
+			t.Errorf("limit %d: read %d, %v, digest %s; want %d, nil, the digest of those bytes", limit, n, err, d.hex(), want)
+		}
+	}
+}

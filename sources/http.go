@@ -203,7 +203,7 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 		c = NewCapture("")
 		d.sink = c
 	}
-	n, err := d.ReadFrom(io.LimitReader(resp.Body, p.maxBody+1))
+	n, err := d.readAtMost(resp.Body, p.maxBody+1)
 	res.Bytes = n
 	switch {
 	case err != nil:
