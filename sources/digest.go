@@ -38,13 +38,20 @@ func newDigester() *digester { return &digester{} }
 // size sizes the buffer of ReadFrom for a body of length bytes (-1:
 // unknown) read up to limit: no larger than the body and its EOF need, so
 // that the small answers of most polls allocate little (one buffer per
-// poll), and at most digestBuf.
-func (d *digester) size(length, limit int64) {
+// poll), and at most digestBuf. With lent set (a buffer of the pollers'
+// pool) the buffer is a slice of it and nothing is allocated; the caller
+// gives lent back only once it is done with d.
+func (d *digester) size(length, limit int64, lent *[digestBuf]byte) {
 	n := min(int64(digestBuf), limit)
 	if length >= 0 && length+1 < n {
 		n = length + 1
 	}
-	d.buf = make([]byte, max(n, 1))
+	n = max(n, 1)
+	if lent != nil {
+		d.buf = lent[:n]
+		return
+	}
+	d.buf = make([]byte, n)
 }
 
 // stream returns the streaming hash, made on first use, with the bytes

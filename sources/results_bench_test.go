@@ -40,7 +40,7 @@ func BenchmarkPollResult(b *testing.B) {
 		_, _ = w.Write(body)
 	}))
 	b.Cleanup(srv.Close)
-	tr := NewTransport(4)
+	tr := NewTransports(4) // as the scheduler sends
 	b.Cleanup(tr.CloseIdleConnections)
 	client := NewClient(tr, nil)
 	off := false
