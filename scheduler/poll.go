@@ -193,7 +193,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 func (s *Scheduler) finish(j *job, p pollResult) {
 	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
 	s.m.poll(o.kind).Inc()
-	rec := recordOf(j.e.name, p, o)
+	rec := recordOf(j.e.name, &p, &o)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -262,12 +262,19 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 
 // recordOf is the history record of a poll of the named source; a poll
 // rejected by its breaker, or cut short by a local error, has none (the
-// source was not called, or not to any effect that is its own).
-func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
+// source was not called, or not to any effect that is its own). The record
+// and its status and exit codes are one allocation (the codes are pointers
+// in the record: taking the address of p's own would move all of p to the
+// heap, some 300 bytes per poll).
+func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
 	if o.kind == kindRejected || o.kind == kindLocal {
 		return nil
 	}
-	rec := &store.PollRecord{
+	r := &struct {
+		rec          store.PollRecord
+		status, exit int
+	}{status: p.res.StatusCode, exit: p.res.ExitCode}
+	r.rec = store.PollRecord{
 		Source:     name,
 		StartedAt:  o.start.UTC(),
 		DurationMs: p.end.Sub(p.start).Milliseconds(),
@@ -277,14 +284,14 @@ func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
 		Digest:     o.result.digest,
 	}
 	if p.res.StatusCode > 0 {
-		rec.StatusCode = &p.res.StatusCode
+		r.rec.StatusCode = &r.status
 	}
 	// p.src is the configuration the poll ran with: the entry's may have
 	// changed under mu (reload) since.
-	if p.src.Type == "exec" && p.res.ExitCode >= 0 {
-		rec.ExitCode = &p.res.ExitCode
+	if p.res.ExitCode >= 0 && p.src.Type == "exec" {
+		r.rec.ExitCode = &r.exit
 	}
-	return rec
+	return &r.rec
 }
 
 // applyPoll applies o to e's state, keeps the breaker brk the poll ended
