@@ -37,6 +37,7 @@ func (s *Scheduler) work(ctx context.Context) {
 	// cancelling the polling stage still reaches every poll.
 	pollCtx, cancel := context.WithCancel(s.polling.ctx)
 	defer cancel()
+	timeouts := newPollTimeouts(pollCtx)
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
 		if j == nil {
@@ -47,12 +48,13 @@ func (s *Scheduler) work(ctx context.Context) {
 			s.requeue(j)
 			return
 		}
-		s.run(pollCtx, j)
+		s.run(pollCtx, timeouts, j)
 	}
 }
 
-// run performs one poll and applies its outcome.
-func (s *Scheduler) run(pollCtx context.Context, j *job) {
+// run performs one poll, under a timeout of timeouts, and applies its
+// outcome.
+func (s *Scheduler) run(pollCtx context.Context, timeouts *pollTimeouts, j *job) {
 	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
 	p, poller, seq, ok := s.claim(j)
 	if !ok {
@@ -67,7 +69,7 @@ func (s *Scheduler) run(pollCtx context.Context, j *job) {
 	if j.trigger && p.brk != nil {
 		p.brk.ForceProbe()
 	}
-	p = s.poll(pollCtx, j, poller, p)
+	p = s.poll(timeouts, j, poller, p)
 	s.releaseGroup(j)
 	s.finish(j, p)
 }
@@ -111,20 +113,20 @@ type pollResult struct {
 // poll calls the source p.src through its breaker p.brk under the source's
 // timeout, with the in-flight, lag and duration metrics around it, and
 // returns p with what the poll produced.
-func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller, p pollResult) pollResult {
+func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, p pollResult) pollResult {
 	start := s.clock.Now()
 	if !j.trigger {
 		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
-	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
+	ctx := timeouts.start(p.src.Timeout)
 	var dl *delivery
 	if p.src.Deliver != nil {
 		dl = &delivery{s: s, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
 	}
 	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl)
-	cancel()
+	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
 	end := s.clock.Now()
 	s.m.inflight.Dec()
