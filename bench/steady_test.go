@@ -67,7 +67,8 @@ func tickerClient(k, n int, interval time.Duration, url string, stop <-chan stru
 // per 1,000 requests served; the target is pacer <= the ticker client
 // (pacer/ticker <= 1). Each pacer round starts on a new store, so that no
 // restart's catch-up falls in the window. Rounds alternate the two; the
-// figures are medians.
+// figures are medians. The descriptors are not sampled (see
+// slowServer.noFDs).
 //
 //	go test ./bench -run '^$' -bench BenchmarkLoadSteady -benchtime=1x -timeout 30m
 //
@@ -79,6 +80,7 @@ func BenchmarkLoadSteady(b *testing.B) {
 	rounds := EnvInt("PACER_BENCH_ROUNDS", 3)
 	const warm = 2 * time.Second
 	srv := newBodyServer(b, hold, loadBody)
+	srv.noFDs = true // set before any request: only this goroutine reads it
 	dir := b.TempDir()
 	cfg, err := config.Load(writeConfig(b, dir, n, k, fmt.Sprintf("@every %s", interval), srv.URL, ""), os.LookupEnv)
 	if err != nil {
