@@ -402,8 +402,8 @@ func gather(b *testing.B, reg *prometheus.Registry) (lag hist, skipped float64) 
 
 // BenchmarkLoad runs pacer's daemon code path (config.Load, store.Open,
 // scheduler.New and Start with the real http pollers and the real SQLite
-// store) against a loopback server whose handler holds each request 10 ms,
-// with concurrency K, and compares its throughput with the baseline, a
+// store) against a loopback server whose handler holds each request 10 ms
+// and answers 1 KiB (issue 15's poll; digested by pacer), with concurrency K, and compares its throughput with the baseline, a
 // bare bounded client (semaphore K, Transport with MaxConnsPerHost =
 // MaxIdleConnsPerHost = K) measured in the same run (targets: >= 0.95 of
 // it at K = 16 and 64, >= 0.90 at K = 256). To keep pacer's K permits
@@ -413,7 +413,9 @@ func gather(b *testing.B, reg *prometheus.Registry) (lag hist, skipped float64) 
 // the server's peak requests in flight, the peak descriptors of the
 // process less the server's connections, the peak RSS of each phase, and
 // the start lag from pacer_schedule_lag_seconds (queueing included: the
-// permits are saturated by design here; see the load=0.5 case).
+// permits are saturated by design here; see the load=0.5 case), and the
+// heap allocations per request of each side (runtime.MemStats over the
+// window, the in-process server's included on both sides).
 //
 //	go test ./bench -run '^$' -bench BenchmarkLoad -benchtime=1x -timeout 30m
 //
