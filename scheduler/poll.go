@@ -37,6 +37,7 @@ func (s *Scheduler) work(ctx context.Context) {
 	// cancelling the polling stage still reaches every poll.
 	pollCtx, cancel := context.WithCancel(s.polling.ctx)
 	defer cancel()
+	timeouts := newPollTimeouts(pollCtx)
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
 		if j == nil {
@@ -47,12 +48,13 @@ func (s *Scheduler) work(ctx context.Context) {
 			s.requeue(j)
 			return
 		}
-		s.run(pollCtx, j)
+		s.run(pollCtx, timeouts, j)
 	}
 }
 
-// run performs one poll and applies its outcome.
-func (s *Scheduler) run(pollCtx context.Context, j *job) {
+// run performs one poll, under a timeout of timeouts, and applies its
+// outcome.
+func (s *Scheduler) run(pollCtx context.Context, timeouts *pollTimeouts, j *job) {
 	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
 	p, poller, seq, ok := s.claim(j)
 	if !ok {
@@ -67,7 +69,7 @@ func (s *Scheduler) run(pollCtx context.Context, j *job) {
 	if j.trigger && p.brk != nil {
 		p.brk.ForceProbe()
 	}
-	p = s.poll(pollCtx, j, poller, p)
+	p = s.poll(timeouts, j, poller, p)
 	s.releaseGroup(j)
 	s.finish(j, p)
 }
@@ -111,20 +113,20 @@ type pollResult struct {
 // poll calls the source p.src through its breaker p.brk under the source's
 // timeout, with the in-flight, lag and duration metrics around it, and
 // returns p with what the poll produced.
-func (s *Scheduler) poll(pollCtx context.Context, j *job, poller sources.Poller, p pollResult) pollResult {
+func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, p pollResult) pollResult {
 	start := s.clock.Now()
 	if !j.trigger {
 		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
-	ctx, cancel := context.WithTimeout(pollCtx, p.src.Timeout)
+	ctx := timeouts.start(p.src.Timeout)
 	var dl *delivery
 	if p.src.Deliver != nil {
 		dl = &delivery{s: s, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
 	}
 	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl)
-	cancel()
+	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
 	end := s.clock.Now()
 	s.m.inflight.Dec()
@@ -193,7 +195,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 func (s *Scheduler) finish(j *job, p pollResult) {
 	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
 	s.m.poll(o.kind).Inc()
-	rec := recordOf(j.e.name, p, o)
+	rec := recordOf(j.e.name, &p, &o)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -262,12 +264,19 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 
 // recordOf is the history record of a poll of the named source; a poll
 // rejected by its breaker, or cut short by a local error, has none (the
-// source was not called, or not to any effect that is its own).
-func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
+// source was not called, or not to any effect that is its own). The record
+// and its status and exit codes are one allocation (the codes are pointers
+// in the record: taking the address of p's own would move all of p to the
+// heap, some 300 bytes per poll).
+func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
 	if o.kind == kindRejected || o.kind == kindLocal {
 		return nil
 	}
-	rec := &store.PollRecord{
+	r := &struct {
+		rec          store.PollRecord
+		status, exit int
+	}{status: p.res.StatusCode, exit: p.res.ExitCode}
+	r.rec = store.PollRecord{
 		Source:     name,
 		StartedAt:  o.start.UTC(),
 		DurationMs: p.end.Sub(p.start).Milliseconds(),
@@ -277,14 +286,14 @@ func recordOf(name string, p pollResult, o outcome) *store.PollRecord {
 		Digest:     o.result.digest,
 	}
 	if p.res.StatusCode > 0 {
-		rec.StatusCode = &p.res.StatusCode
+		r.rec.StatusCode = &r.status
 	}
 	// p.src is the configuration the poll ran with: the entry's may have
 	// changed under mu (reload) since.
-	if p.src.Type == "exec" && p.res.ExitCode >= 0 {
-		rec.ExitCode = &p.res.ExitCode
+	if p.res.ExitCode >= 0 && p.src.Type == "exec" {
+		r.rec.ExitCode = &r.exit
 	}
-	return rec
+	return &r.rec
 }
 
 // applyPoll applies o to e's state, keeps the breaker brk the poll ended

@@ -196,14 +196,19 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 // being closed unread (which drops its connection) and a failure. Only a
 // body read whole has a digest; a 200's validators come with it.
 func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Result) {
+	var lent *[digestBuf]byte
+	if bufs := buffersOf(p.client.Transport); bufs != nil {
+		lent = bufs.get()
+		defer bufs.put(lent) // d is done with it when readBody returns
+	}
 	d := newDigester()
-	d.size(resp.ContentLength, p.maxBody+1)
+	d.size(resp.ContentLength, p.maxBody+1, lent)
 	var c *Capture
 	if p.capture {
 		c = NewCapture("")
 		d.sink = c
 	}
-	n, err := d.ReadFrom(io.LimitReader(resp.Body, p.maxBody+1))
+	n, err := d.readAtMost(resp.Body, p.maxBody+1)
 	res.Bytes = n
 	switch {
 	case err != nil:

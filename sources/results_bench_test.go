@@ -21,7 +21,7 @@ func cpuNow(b *testing.B) time.Duration {
 // BenchmarkPollResult compares the CPU of an unchanged poll answered 304
 // (a conditional GET) with a 200 of a 10 KiB body (read and digested), and
 // a 200 of the same body without the conditional request (conditional:
-// false), all over loopback HTTP/1.1 keep-alive. cpu-µs/op is the process's
+// false), and a 200 of 1 KiB (issue 15's poll), all over loopback HTTP/1.1 keep-alive. cpu-µs/op is the process's
 // CPU per poll, client and server together (both run in this process).
 //
 //	go test ./sources -run '^$' -bench BenchmarkPollResult -benchtime=20000x
@@ -33,10 +33,14 @@ func BenchmarkPollResult(b *testing.B) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
+		if r.URL.Query().Get("size") == "1k" {
+			_, _ = w.Write(body[:1<<10])
+			return
+		}
 		_, _ = w.Write(body)
 	}))
 	b.Cleanup(srv.Close)
-	tr := NewTransport(4)
+	tr := NewTransports(4) // as the scheduler sends
 	b.Cleanup(tr.CloseIdleConnections)
 	client := NewClient(tr, nil)
 	off := false
@@ -44,9 +48,10 @@ func BenchmarkPollResult(b *testing.B) {
 		name        string
 		conditional *bool
 		want        int
-	}{{"304", nil, 304}, {"200-10KiB", &off, 200}} {
+		query       string
+	}{{"304", nil, 304, ""}, {"200-10KiB", &off, 200, ""}, {"200-1KiB", &off, 200, "?size=1k"}} {
 		b.Run(c.name, func(b *testing.B) {
-			src := httpSource(srv.URL)
+			src := httpSource(srv.URL + c.query)
 			src.Conditional = c.conditional
 			p := NewHTTP(src, client, nil).(ConditionalPoller)
 			v := Validators{ETag: `"v1"`}

@@ -75,6 +75,10 @@ type Transports struct {
 	size  int
 	def   *transportSlot
 	byKey map[string]*transportSlot
+	// bufs lends the pollers over these transports the buffers they read
+	// and digest answers through (one per poll in flight, not one
+	// allocated per poll).
+	bufs *readBuffers
 }
 
 // transportSlot is the current transport of one client setting.
@@ -89,6 +93,7 @@ type transportSlot struct {
 // setting hold; it sends through the slot's current transport.
 type clientTransport struct {
 	slot *transportSlot
+	bufs *readBuffers // the set's
 }
 
 // RoundTrip sends req through the current transport of the setting.
@@ -103,7 +108,7 @@ var (
 
 // NewTransports returns a set sized for maxConns polls in flight.
 func NewTransports(maxConns int) *Transports {
-	p := &Transports{size: max(maxConns, 1), def: &transportSlot{}, byKey: map[string]*transportSlot{}}
+	p := &Transports{size: max(maxConns, 1), def: &transportSlot{}, byKey: map[string]*transportSlot{}, bufs: &readBuffers{}}
 	t, _ := NewClientTransport(p.size, nil) // never fails without settings
 	p.def.cur.Store(t)
 	return p
@@ -136,7 +141,7 @@ func (p *Transports) For(c *config.Client) http.RoundTripper {
 	}
 	sl := &transportSlot{key: key, client: c}
 	sl.cur.Store(t)
-	h := &clientTransport{slot: sl}
+	h := &clientTransport{slot: sl, bufs: p.bufs}
 	sl.handle = weak.Make(h)
 	p.byKey[key] = sl
 	runtime.AddCleanup(h, p.forget, sl)
@@ -198,6 +203,42 @@ func (p *Transports) CloseIdleConnections() {
 	for _, sl := range p.byKey {
 		sl.cur.Load().CloseIdleConnections()
 	}
+}
+
+// readBuffers is a pool of the buffers of digestBuf bytes that the http
+// pollers read and digest answers through: at most about one per poll in
+// flight is in use, and the garbage collector may drop the idle ones.
+type readBuffers struct{ pool sync.Pool }
+
+// get returns a buffer from the pool, or a new one.
+func (b *readBuffers) get() *[digestBuf]byte {
+	if buf, ok := b.pool.Get().(*[digestBuf]byte); ok {
+		return buf
+	}
+	return new([digestBuf]byte)
+}
+
+// put returns buf to the pool; its caller no longer refers to it.
+func (b *readBuffers) put(buf *[digestBuf]byte) { b.pool.Put(buf) }
+
+// bufferLender is a RoundTripper that lends read buffers (*Transports and
+// the handles of its client settings).
+type bufferLender interface{ readBuffers() *readBuffers }
+
+var (
+	_ bufferLender = (*Transports)(nil)
+	_ bufferLender = (*clientTransport)(nil)
+)
+
+func (p *Transports) readBuffers() *readBuffers      { return p.bufs }
+func (c *clientTransport) readBuffers() *readBuffers { return c.bufs }
+
+// buffersOf returns the read buffers lent by rt, or nil.
+func buffersOf(rt http.RoundTripper) *readBuffers {
+	if l, ok := rt.(bufferLender); ok {
+		return l.readBuffers()
+	}
+	return nil
 }
 
 // failingTransport fails every request with err.
