@@ -53,9 +53,14 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.store(cfg)
 	l.checkCluster(cfg.Store, cfg.Cluster)
+	r0 := l.reads
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
-	cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+	if l.fast != nil {
+		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.reads == r0)
+	} else {
+		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+	}
 	l.readSourceFiles(cfg, base, groups)
 	return cfg
 }

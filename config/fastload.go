@@ -1,0 +1,199 @@
+package config
+
+import (
+	"hash/maphash"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fastCache is what a Load that cut its sources list from the raw text
+// (see cutSources) keeps in its Config for the next Load (Options.Previous).
+type fastCache struct {
+	seed maphash.Seed // of every hash below; carried from load to load
+	// context is the hash of what every source of the list depends on
+	// besides its own text: the rest of the file (defaults, limits), the
+	// path, Options.ForStore; 0 when that read the environment or a file,
+	// and nothing can be reused.
+	context uint64
+	// hashes holds, for each of the first len(hashes) sources of
+	// Config.Sources (the config file's list), its item's text hash, or 0
+	// when the source read something outside the file and must be parsed
+	// again.
+	hashes []uint64
+	reused int // sources taken from Options.Previous
+}
+
+// fastRun is the state of a Load that reads the sources list cut from the
+// raw text.
+type fastRun struct {
+	data    []byte
+	list    rawList
+	seed    maphash.Seed
+	context uint64
+	prev    *Config          // Options.Previous when its context is this load's
+	index   map[uint64]int32 // item hash -> index in prev.Sources
+	failed  bool             // a problem: the caller loads the whole file the usual way
+	hashes  []uint64
+	reused  int
+}
+
+// Reused returns how many of c's sources Load took unchanged from
+// Options.Previous instead of parsing them (0 for a Config not built by
+// Load with a previous one).
+func (c *Config) Reused() int {
+	if c == nil || c.fast == nil {
+		return 0
+	}
+	return c.fast.reused
+}
+
+// loadFast loads the config file whose text is data with its sources list
+// cut from the raw text (see rawList): it returns nil when the list is not
+// in the form cutSources reads, or on any problem, and the caller then
+// loads the whole file the usual way, which finds the same config or
+// reports every problem with its line and path exactly as before.
+func loadFast(file, abs string, data []byte, env func(string) (string, bool), opts Options) *Config {
+	list, ok := cutSources(data)
+	if !ok {
+		return nil
+	}
+	root, prob := parseYAML(file, list.head)
+	if prob != nil || root == nil || isNull(root) {
+		return nil
+	}
+	f := &fastRun{data: data, list: list, seed: maphash.MakeSeed()}
+	prev := opts.Previous
+	if prev != nil && prev.fast != nil {
+		f.seed = prev.fast.seed
+	}
+	f.context = contextHash(f.seed, abs, list.head, opts)
+	if prev != nil && prev.fast != nil && prev.fast.context != 0 && prev.fast.context == f.context {
+		f.prev = prev
+	}
+	l := newLoader(file, abs, env, opts)
+	l.fast = f
+	cfg := l.config(root)
+	if f.failed || len(l.probs) > 0 {
+		return nil
+	}
+	cfg = l.result(cfg, abs)
+	cfg.fast = &fastCache{seed: f.seed, context: f.context, hashes: f.hashes, reused: f.reused}
+	return cfg
+}
+
+// contextHash hashes what every source of the list depends on besides its
+// text and the environment (whose use makes a source or the defaults
+// impure, see fastSources); never 0.
+func contextHash(seed maphash.Seed, abs string, head []byte, opts Options) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	_, _ = h.WriteString(filepath.Clean(abs))
+	_ = h.WriteByte(0)
+	if opts.ForStore {
+		_ = h.WriteByte(1)
+	}
+	_, _ = h.Write(head)
+	return h.Sum64() | 1
+}
+
+// fastSources reads the sources of the list cut from the raw text (l.fast),
+// as sources does from a node tree, reusing from Options.Previous each
+// source whose item text is unchanged (when pureBase: the defaults and
+// limits read nothing outside the file). Any problem sets l.fast.failed:
+// the caller then loads the whole file the usual way, whose problems carry
+// lines and paths.
+func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool) ([]Source, map[string]int) {
+	f := l.fast
+	if len(l.probs) > 0 {
+		f.failed = true
+		return nil, nil
+	}
+	if !pureBase || b.placeholder {
+		f.context, f.prev = 0, nil
+	}
+	if f.prev != nil {
+		f.index = make(map[uint64]int32, len(f.prev.fast.hashes))
+		for j, h := range f.prev.fast.hashes {
+			if h != 0 {
+				f.index[h] = int32(j)
+			}
+		}
+	}
+	n := len(f.list.items)
+	out := make([]Source, 0, n)
+	first := make(map[string]int, n)
+	f.hashes = make([]uint64, 0, n)
+	p := f.startParse(l.file)
+	defer p.stop()
+	for i := 0; i < n && !f.failed; i++ {
+		it, ok := p.item(i)
+		if !ok {
+			f.failed = true
+			break
+		}
+		var s Source
+		h := it.hash
+		if it.node == nil {
+			s = f.prev.Sources[it.prev]
+			f.reused++
+		} else {
+			var pure bool
+			s, pure, ok = l.pureSource(it, i, b, groups)
+			if !ok {
+				f.failed = true
+				break
+			}
+			if !pure || f.context == 0 {
+				h = 0
+			}
+		}
+		if _, dup := first[s.Name]; dup {
+			f.failed = true
+			break
+		}
+		if _, taken := l.claimName(s.Name, i); taken {
+			f.failed = true
+			break
+		}
+		first[s.Name] = len(out)
+		out = append(out, s)
+		f.hashes = append(f.hashes, h)
+	}
+	return out, first
+}
+
+// pureSource reads the source of item it (index i) from its node and
+// reports whether it is pure: it read nothing outside the file and holds
+// nothing the loader shares between sources or keeps as a secret, so that
+// the next Load may reuse it while its text is unchanged. ok is false on a
+// problem.
+func (l *loader) pureSource(it parsedItem, i int, b inherited, groups map[string]bool) (s Source, pure, ok bool) {
+	reads, secrets, masks, holders := l.reads, len(l.secrets), len(l.maskList), l.placeholders
+	s, ok = l.source(it.node, sourcePath(i, ""), b, groups)
+	if !ok || len(l.probs) > 0 {
+		return Source{}, false, false
+	}
+	pure = l.reads == reads && len(l.secrets) == secrets && len(l.maskList) == masks && l.placeholders == holders &&
+		s.Type == "http" && s.Client == nil && s.Auth == nil && !hasAnchor(it.node, 0)
+	return s, pure, true
+}
+
+// hasAnchor reports whether the node tree n holds an anchor or an alias
+// (an alias's anchor may be in another item, changed while this item's
+// text is not; an anchor's aliases need it parsed with them), or is nested
+// too deeply to tell.
+func hasAnchor(n *yaml.Node, depth int) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.AliasNode || n.Anchor != "" || depth > 50 {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchor(c, depth+1) {
+			return true
+		}
+	}
+	return false
+}
