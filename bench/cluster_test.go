@@ -135,7 +135,7 @@ func runMember(b *testing.B, bin, dir string, spec memberSpec) (*daemonRun, stri
 	if err := os.WriteFile(cfg, []byte(sb.String()), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	d := startDaemon(b, bin, cfg, addr, 0)
+	d := startDaemon(b, bin, cfg, addr, 0, 0)
 	return d, addr
 }
 

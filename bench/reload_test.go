@@ -16,9 +16,9 @@ import (
 	"time"
 )
 
-// procCPU returns the user+system CPU time of process pid from
+// daemonCPU returns the user+system CPU time of process pid from
 // /proc/PID/stat, or -1.
-func procCPU(pid int) time.Duration {
+func daemonCPU(pid int) time.Duration {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return -1
@@ -123,9 +123,9 @@ func BenchmarkReload(b *testing.B) {
 	pid := cmd.Process.Pid
 	ns.waitReady(b, 3*time.Minute)
 	time.Sleep(5 * time.Second) // past the start-up's first commits: a fixed settling time
-	c0, t0 := procCPU(pid), time.Now()
+	c0, t0 := daemonCPU(pid), time.Now()
 	time.Sleep(3 * time.Second)
-	steady := float64(procCPU(pid)-c0) / float64(time.Since(t0)) // cores
+	steady := float64(daemonCPU(pid)-c0) / float64(time.Since(t0)) // cores
 	var cpu, wall []float64
 	for r := range rounds {
 		body := changed
@@ -139,7 +139,7 @@ func BenchmarkReload(b *testing.B) {
 		if err := os.Rename(tmp, cfg); err != nil {
 			b.Fatal(err)
 		}
-		c0, t0 := procCPU(pid), time.Now()
+		c0, t0 := daemonCPU(pid), time.Now()
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func BenchmarkReload(b *testing.B) {
 		w := time.Since(t0)
 		time.Sleep(300 * time.Millisecond)
 		el := time.Since(t0)
-		c := (procCPU(pid) - c0).Seconds() - steady*el.Seconds()
+		c := (daemonCPU(pid) - c0).Seconds() - steady*el.Seconds()
 		cpu, wall = append(cpu, c), append(wall, w.Seconds())
 		b.Logf("round %d: SIGHUP to READY=1 %v, reload CPU %.3f s (steady polling %.3f cores subtracted)", r+1, w.Round(time.Millisecond), c, steady)
 		time.Sleep(2 * time.Second)
