@@ -31,6 +31,7 @@ func (l *loader) expandFile(name string, p path) (v string, ok bool) {
 		return "", false
 	}
 	l.reads++ // the value depends on the file (see loader.reads)
+	l.files++
 	full := l.credentialPath(name)
 	r, cached := l.fileVals[full]
 	if !cached {

@@ -21,7 +21,53 @@ type fastCache struct {
 	// when the source read something outside the file and must be parsed
 	// again.
 	hashes []uint64
+	// deps holds what the sources of hashes at these indexes read from the
+	// environment and recorded as secrets (see sourceDeps); a source
+	// without any has none.
+	deps   map[int32]*sourceDeps
 	reused int // sources taken from Options.Previous
+}
+
+// sourceDeps is what reading one source depended on besides its text and
+// context: the environment variables it looked up (it is reused only while
+// each has the value it had), and the secrets and masks it recorded (its
+// reuse records them again, in the same order).
+type sourceDeps struct {
+	env     []envRead
+	secrets []string
+	masks   []maskCall
+}
+
+// envRead is one look-up in the environment.
+type envRead struct {
+	name, value string
+	set         bool
+}
+
+// maskCall is one call of loader.mask.
+type maskCall struct {
+	value string
+	spans [][2]int
+}
+
+// sameEnv reports whether every variable d looked up has the value it had.
+func (l *loader) sameEnv(d *sourceDeps) bool {
+	for _, e := range d.env {
+		if v, ok := l.env(e.name); v != e.value || ok != e.set {
+			return false
+		}
+	}
+	return true
+}
+
+// replay records the secrets and masks of a reused source again.
+func (l *loader) replay(d *sourceDeps) {
+	for _, s := range d.secrets {
+		l.secret(s)
+	}
+	for _, m := range d.masks {
+		l.mask(m.value, m.spans)
+	}
 }
 
 // fastRun is the state of a Load that reads the sources list cut from the
@@ -35,6 +81,7 @@ type fastRun struct {
 	index   map[uint64]int32 // item hash -> index in prev.Sources
 	failed  bool             // a problem: the caller loads the whole file the usual way
 	hashes  []uint64
+	deps    map[int32]*sourceDeps
 	reused  int
 }
 
@@ -78,7 +125,7 @@ func loadFast(file, abs string, data []byte, env func(string) (string, bool), op
 		return nil
 	}
 	cfg = l.result(cfg, abs)
-	cfg.fast = &fastCache{seed: f.seed, context: f.context, hashes: f.hashes, reused: f.reused}
+	cfg.fast = &fastCache{seed: f.seed, context: f.context, hashes: f.hashes, deps: f.deps, reused: f.reused}
 	return cfg
 }
 
@@ -132,21 +179,10 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 			f.failed = true
 			break
 		}
-		var s Source
-		h := it.hash
-		if it.node == nil {
-			s = f.prev.Sources[it.prev]
-			f.reused++
-		} else {
-			var pure bool
-			s, pure, ok = l.pureSource(it, i, b, groups)
-			if !ok {
-				f.failed = true
-				break
-			}
-			if !pure || f.context == 0 {
-				h = 0
-			}
+		s, h, deps, ok := l.listItem(it, i, b, groups)
+		if !ok {
+			f.failed = true
+			break
 		}
 		if _, dup := first[s.Name]; dup {
 			f.failed = true
@@ -156,6 +192,12 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 			f.failed = true
 			break
 		}
+		if deps != nil {
+			if f.deps == nil {
+				f.deps = map[int32]*sourceDeps{}
+			}
+			f.deps[int32(len(out))] = deps
+		}
 		first[s.Name] = len(out)
 		out = append(out, s)
 		f.hashes = append(f.hashes, h)
@@ -163,20 +205,59 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 	return out, first
 }
 
-// pureSource reads the source of item it (index i) from its node and
-// reports whether it is pure: it read nothing outside the file and holds
-// nothing the loader shares between sources or keeps as a secret, so that
-// the next Load may reuse it while its text is unchanged. ok is false on a
-// problem.
-func (l *loader) pureSource(it parsedItem, i int, b inherited, groups map[string]bool) (s Source, pure, ok bool) {
-	reads, secrets, masks, holders := l.reads, len(l.secrets), len(l.maskList), l.placeholders
-	s, ok = l.source(it.node, sourcePath(i, ""), b, groups)
-	if !ok || len(l.probs) > 0 {
-		return Source{}, false, false
+// listItem returns the source of item it (index i of the list): the one of
+// Options.Previous it reuses when what that one read of the environment is
+// unchanged, else the one read from its node (parsed now if it was to be
+// reused). h is the hash to keep for the next load (0: not reusable) and
+// deps what the source depends on. ok is false on a problem.
+func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]bool) (s Source, h uint64, deps *sourceDeps, ok bool) {
+	f := l.fast
+	if it.node == nil {
+		deps = f.prev.fast.deps[it.prev]
+		if deps == nil || l.sameEnv(deps) {
+			if deps != nil {
+				l.replay(deps)
+			}
+			f.reused++
+			return f.prev.Sources[it.prev], it.hash, deps, true
+		}
+		sp := f.list.items[i]
+		nodes, ok := parseItems(l.file, f.data[sp[0]:sp[1]], 1)
+		if !ok {
+			return Source{}, 0, nil, false
+		}
+		it.node = nodes[0]
 	}
-	pure = l.reads == reads && len(l.secrets) == secrets && len(l.maskList) == masks && l.placeholders == holders &&
-		s.Type == "http" && s.Client == nil && s.Auth == nil && !hasAnchor(it.node, 0)
-	return s, pure, true
+	s, pure, deps, ok := l.pureSource(it.node, i, b, groups)
+	if !ok {
+		return Source{}, 0, nil, false
+	}
+	if !pure || f.context == 0 {
+		return s, 0, nil, true
+	}
+	return s, it.hash, deps, true
+}
+
+// pureSource reads the source of node n (index i) and reports whether the
+// next Load may reuse it while its text is unchanged: it read no file and
+// holds nothing the loader shares between sources (a client, credentials),
+// and what it read of the environment and recorded as secrets is in deps
+// (nil when nothing). ok is false on a problem.
+func (l *loader) pureSource(n *yaml.Node, i int, b inherited, groups map[string]bool) (s Source, pure bool, deps *sourceDeps, ok bool) {
+	files, holders := l.files, l.placeholders
+	rec := &sourceDeps{}
+	l.rec = rec
+	s, ok = l.source(n, sourcePath(i, ""), b, groups)
+	l.rec = nil
+	if !ok || len(l.probs) > 0 {
+		return Source{}, false, nil, false
+	}
+	pure = l.files == files && l.placeholders == holders &&
+		s.Type == "http" && s.Client == nil && s.Auth == nil && !hasAnchor(n, 0)
+	if len(rec.env) > 0 || len(rec.secrets) > 0 || len(rec.masks) > 0 {
+		deps = rec
+	}
+	return s, pure, deps, true
 }
 
 // hasAnchor reports whether the node tree n holds an anchor or an alias

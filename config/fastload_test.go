@@ -161,14 +161,15 @@ func TestLoadReusesUnchangedSources(t *testing.T) {
 		text   func() string
 		reused int
 	}{
-		// Sources 10 (${TOKEN}), 20 (an anchor) and 21 (an alias) are always parsed.
-		{"unchanged", func() string { return base }, n - 3},
-		{"one url", func() string { return strings.Replace(base, "/300\n", "/300x\n", 1) }, n - 4},
+		// Sources 20 (an anchor) and 21 (an alias) are always parsed; 10
+		// (${TOKEN}) is reused while TOKEN is unchanged.
+		{"unchanged", func() string { return base }, n - 2},
+		{"one url", func() string { return strings.Replace(base, "/300\n", "/300x\n", 1) }, n - 3},
 		{"inserted at the front", func() string {
 			return strings.Replace(base, "sources:\n", "sources:\n  - {name: new, type: http, url: \"http://n/\"}\n", 1)
-		}, n - 4}, // source 300 is back as it was
+		}, n - 3}, // source 300 is back as it was
 		{"environment", func() string { vars["TOKEN"] = "two"; return base }, n - 3},
-		{"anchor changed", func() string { return strings.Replace(base, "timeout: 3s", "timeout: 4s", 1) }, n - 3},
+		{"anchor changed", func() string { return strings.Replace(base, "timeout: 3s", "timeout: 4s", 1) }, n - 2},
 		{"defaults", func() string { return strings.Replace(base, "@every 1m", "@every 2m", 1) }, 0},
 	}
 	path := filepath.Join(dir, "config.yaml")
@@ -215,5 +216,42 @@ func TestLoadReusesUnchangedSources(t *testing.T) {
 	other := writeFile(t, dir, "other.yaml", base, 0o600)
 	if got, err := LoadWith(other, env, Options{Previous: prev}); err != nil || got.Reused() != 0 {
 		t.Errorf("another file: reused %d (err %v), want 0", got.Reused(), err)
+	}
+}
+
+// TestReusedSourceKeepsItsSecrets: a reused source records its secrets
+// again, also those a source before it recorded first in the previous load.
+func TestReusedSourceKeepsItsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	env := envMap(map[string]string{"TOKEN": "t0k3n-value"})
+	item := func(name string) string {
+		return "  - {name: " + name + ", type: http, url: \"http://u:p4ssw0rd@h/" + name + "\", headers: {X: \"${TOKEN}\"}}\n"
+	}
+	texts := []string{"sources:\n" + item("a") + item("b"), "sources:\n" + item("b")}
+	path := filepath.Join(dir, "config.yaml")
+	var prev *Config
+	for i, text := range texts {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := LoadWith(path, env, Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i; got.Reused() != want {
+			t.Errorf("load %d: reused %d, want %d", i, got.Reused(), want)
+		}
+		abs, _ := filepath.Abs(path)
+		want, err := loadTree(path, abs, []byte(text), env, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Secrets, want.Secrets) || !reflect.DeepEqual(got.masks, want.masks) {
+			t.Errorf("load %d: secrets %q masks %v, want %q %v", i, got.Secrets, got.masks, want.Secrets, want.masks)
+		}
+		if r := got.Redactor().Redact("x t0k3n-value p4ssw0rd"); strings.Contains(r, "t0k3n") || strings.Contains(r, "p4ssw0rd") {
+			t.Errorf("load %d: a secret is not redacted: %s", i, r)
+		}
+		prev = got
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,7 +161,11 @@ func newLoader(path, abs string, env func(string) (string, bool), opts Options) 
 	}
 	l.env = func(name string) (string, bool) {
 		l.reads++
-		return env(name)
+		v, ok := env(name)
+		if l.rec != nil {
+			l.rec.env = append(l.rec.env, envRead{name: name, value: v, set: ok})
+		}
+		return v, ok
 	}
 	return l
 }
@@ -265,7 +270,9 @@ type loader struct {
 	// environment, ${file:PATH} files (a source that read nothing is
 	// reused by the next Load, see fastRun).
 	reads int
-	fast  *fastRun // the sources list cut from the raw text, or nil (fastload.go)
+	files int         // ${file:PATH} expansions (a source that made one is never reused)
+	rec   *sourceDeps // when set, what the source being read depends on is recorded in it
+	fast  *fastRun    // the sources list cut from the raw text, or nil (fastload.go)
 }
 
 // addf records a problem. String and error arguments are redacted before
@@ -279,6 +286,9 @@ func (l *loader) addf(p path, format string, args ...any) {
 
 // secret records s as a secret.
 func (l *loader) secret(s string) {
+	if l.rec != nil && !l.quiet && s != "" {
+		l.rec.secrets = append(l.rec.secrets, s)
+	}
 	if l.quiet || s == "" || l.secretOK[s] {
 		return
 	}
@@ -291,6 +301,9 @@ func (l *loader) secret(s string) {
 func (l *loader) mask(value string, spans [][2]int) {
 	if l.quiet || len(spans) == 0 {
 		return
+	}
+	if l.rec != nil {
+		l.rec.masks = append(l.rec.masks, maskCall{value: value, spans: slices.Clone(spans)})
 	}
 	if l.masks == nil {
 		l.masks = map[string]int{}
