@@ -169,28 +169,27 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 	}
 	n := len(f.list.items)
 	out := make([]Source, 0, n)
-	first := make(map[string]int, n)
 	f.hashes = make([]uint64, 0, n)
+	// same: every source so far has the name of the previous config's at
+	// its index, whose index by name then serves unchanged.
+	same := f.prev != nil && len(f.prev.Sources) == n && len(f.prev.byName) == n
 	p := f.startParse(l.file)
 	defer p.stop()
-	for i := 0; i < n && !f.failed; i++ {
+	for i := 0; i < n; i++ {
 		it, ok := p.item(i)
 		if !ok {
 			f.failed = true
-			break
+			return nil, nil
 		}
 		s, h, deps, ok := l.listItem(it, i, b, groups)
 		if !ok {
 			f.failed = true
-			break
+			return nil, nil
 		}
-		if _, dup := first[s.Name]; dup {
-			f.failed = true
-			break
-		}
+		same = same && f.prev.Sources[i].Name == s.Name
 		if _, taken := l.claimName(s.Name, i); taken {
 			f.failed = true
-			break
+			return nil, nil
 		}
 		if deps != nil {
 			if f.deps == nil {
@@ -198,9 +197,19 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 			}
 			f.deps[int32(len(out))] = deps
 		}
-		first[s.Name] = len(out)
-		out = append(out, s)
+		out = append(out, *s)
 		f.hashes = append(f.hashes, h)
+	}
+	if same {
+		return out, f.prev.byName // never written once built
+	}
+	first := make(map[string]int, n)
+	for i := range out {
+		if _, dup := first[out[i].Name]; dup {
+			f.failed = true
+			return nil, nil
+		}
+		first[out[i].Name] = i
 	}
 	return out, first
 }
@@ -210,7 +219,7 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool)
 // unchanged, else the one read from its node (parsed now if it was to be
 // reused). h is the hash to keep for the next load (0: not reusable) and
 // deps what the source depends on. ok is false on a problem.
-func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]bool) (s Source, h uint64, deps *sourceDeps, ok bool) {
+func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]bool) (s *Source, h uint64, deps *sourceDeps, ok bool) {
 	f := l.fast
 	if it.node == nil {
 		deps = f.prev.fast.deps[it.prev]
@@ -219,23 +228,23 @@ func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]b
 				l.replay(deps)
 			}
 			f.reused++
-			return f.prev.Sources[it.prev], it.hash, deps, true
+			return &f.prev.Sources[it.prev], it.hash, deps, true
 		}
 		sp := f.list.items[i]
 		nodes, ok := parseItems(l.file, f.data[sp[0]:sp[1]], 1)
 		if !ok {
-			return Source{}, 0, nil, false
+			return nil, 0, nil, false
 		}
 		it.node = nodes[0]
 	}
-	s, pure, deps, ok := l.pureSource(it.node, i, b, groups)
+	src, pure, deps, ok := l.pureSource(it.node, i, b, groups)
 	if !ok {
-		return Source{}, 0, nil, false
+		return nil, 0, nil, false
 	}
 	if !pure || f.context == 0 {
-		return s, 0, nil, true
+		return &src, 0, nil, true
 	}
-	return s, it.hash, deps, true
+	return &src, it.hash, deps, true
 }
 
 // pureSource reads the source of node n (index i) and reports whether the

@@ -170,6 +170,7 @@ func TestLoadReusesUnchangedSources(t *testing.T) {
 		}, n - 3}, // source 300 is back as it was
 		{"environment", func() string { vars["TOKEN"] = "two"; return base }, n - 3},
 		{"anchor changed", func() string { return strings.Replace(base, "timeout: 3s", "timeout: 4s", 1) }, n - 2},
+		{"renamed", func() string { return strings.Replace(base, "name: s0300\n", "name: s0300b\n", 1) }, n - 3},
 		{"defaults", func() string { return strings.Replace(base, "@every 1m", "@every 2m", 1) }, 0},
 	}
 	path := filepath.Join(dir, "config.yaml")
