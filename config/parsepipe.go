@@ -126,15 +126,17 @@ func (f *fastRun) parseBatch(file string, k int) []parsedItem {
 		out[i] = parsedItem{hash: h, prev: -1}
 		if j, ok := f.index[h]; ok {
 			out[i].prev = j
+		} else if n := quickItem(f.data[sp[0]:sp[1]], f.list.ind); n != nil {
+			out[i].node = n
 		}
 	}
 	for i := 0; i < len(out); {
-		if out[i].prev >= 0 {
+		if out[i].prev >= 0 || out[i].node != nil {
 			i++
 			continue
 		}
 		j := i
-		for j < len(out) && out[j].prev < 0 {
+		for j < len(out) && out[j].prev < 0 && out[j].node == nil {
 			j++
 		}
 		nodes, ok := parseItems(file, f.data[f.list.items[lo+i][0]:f.list.items[lo+j-1][1]], j-i)
