@@ -120,13 +120,14 @@ func (p *parsePipe) item(i int) (parsedItem, bool) {
 func (f *fastRun) parseBatch(file string, k int) []parsedItem {
 	lo, hi := k*batchItems, min((k+1)*batchItems, len(f.list.items))
 	out := make([]parsedItem, hi-lo)
+	var arena nodeArena
 	for i := range out {
 		sp := f.list.items[lo+i]
 		h := maphash.Bytes(f.seed, f.data[sp[0]:sp[1]]) | 1
 		out[i] = parsedItem{hash: h, prev: -1}
 		if j, ok := f.index[h]; ok {
 			out[i].prev = j
-		} else if n := quickItem(f.data[sp[0]:sp[1]], f.list.ind); n != nil {
+		} else if n := quickItem(f.data[sp[0]:sp[1]], f.list.ind, &arena); n != nil {
 			out[i].node = n
 		}
 	}

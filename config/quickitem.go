@@ -19,139 +19,240 @@ import (
 // (kind, tag, style, value; TestQuickItem compares them), without lines:
 // the loader uses lines in problems only, and a load with a problem is done
 // again from the whole file's node tree (see loadFast).
-func quickItem(text []byte, ind int) *yaml.Node {
-	lines := bytes.Split(text, []byte("\n"))
-	first := bytes.TrimRight(lines[0], " \r")
-	if len(first) < ind+3 || first[ind] != '-' || first[ind+1] != ' ' {
+func quickItem(text []byte, ind int, a *nodeArena) *yaml.Node {
+	mark := a.mark()
+	n := a.item(text, ind)
+	if n == nil {
+		a.reset(mark)
+	}
+	return n
+}
+
+// nodeArena allocates the nodes of quickItem in blocks, and the values as
+// substrings of one string per item: a batch's nodes are garbage together
+// once its sources are read, and a value kept (a source's name, its URL)
+// keeps only its item's text alive.
+type nodeArena struct {
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+	str   string // the text of the item being read
+	base  int    // the offset of the item's text in the batch's text
+}
+
+// arenaBlock is the number of nodes (and of children pointers) per block.
+const arenaBlock = 4096
+
+// arenaMark is where an arena was, to return to when an item is not taken.
+type arenaMark struct{ nodes, ptrs int }
+
+func (a *nodeArena) mark() arenaMark { return arenaMark{len(a.nodes), len(a.ptrs)} }
+
+// reset drops what was allocated since m (in the current blocks).
+func (a *nodeArena) reset(m arenaMark) {
+	if m.nodes <= len(a.nodes) {
+		clear(a.nodes[m.nodes:])
+		a.nodes = a.nodes[:m.nodes]
+	}
+	if m.ptrs <= len(a.ptrs) {
+		clear(a.ptrs[m.ptrs:])
+		a.ptrs = a.ptrs[:m.ptrs]
+	}
+}
+
+// node returns a new node.
+func (a *nodeArena) node(kind yaml.Kind, tag string, style yaml.Style, value string) *yaml.Node {
+	if len(a.nodes) == cap(a.nodes) {
+		a.nodes = make([]yaml.Node, 0, arenaBlock)
+	}
+	a.nodes = append(a.nodes, yaml.Node{Kind: kind, Tag: tag, Style: style, Value: value})
+	return &a.nodes[len(a.nodes)-1]
+}
+
+// children returns an empty slice for up to n children (more are appended
+// as usual).
+func (a *nodeArena) children(n int) []*yaml.Node {
+	if n > arenaBlock/4 {
+		return make([]*yaml.Node, 0, n)
+	}
+	if cap(a.ptrs)-len(a.ptrs) < n {
+		a.ptrs = make([]*yaml.Node, 0, arenaBlock)
+	}
+	start := len(a.ptrs)
+	a.ptrs = a.ptrs[:start+n]
+	return a.ptrs[start : start : start+n]
+}
+
+// item is quickItem without the reset.
+func (a *nodeArena) item(text []byte, ind int) *yaml.Node {
+	q := quickParser{s: text, str: string(text), a: a}
+	first, next := q.line(0)
+	if first-0 < ind+3 || text[ind] != '-' || text[ind+1] != ' ' {
 		return nil
 	}
-	for _, ln := range lines[1:] {
-		if len(bytes.TrimRight(ln, " \r")) > 0 {
-			return quickBlock(lines, ind)
+	for p := next; p < len(text); {
+		e, n := q.line(p)
+		if e > p {
+			return q.block(ind)
 		}
+		p = n
 	}
-	rest := first[ind+2:]
-	if rest[0] != '{' {
-		return quickBlock(lines, ind)
+	if text[ind+2] != '{' {
+		return q.block(ind)
 	}
-	n, pos := flowValue(rest, 0, 0)
-	if n == nil || pos != len(rest) {
+	q.end = first
+	n, pos := q.flowValue(ind+2, 0)
+	if n == nil || pos != first {
 		return nil
 	}
 	return n
 }
 
-// quickBlock reads a block mapping item (see quickItem).
-func quickBlock(lines [][]byte, ind int) *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	for i, ln := range lines {
-		ln = bytes.TrimRight(ln, " \r")
-		if len(ln) == 0 && i > 0 {
+// quickParser reads one item: s is its text, str the same as a string (the
+// values are substrings of it), end the end of the line being read
+// (trailing spaces and "\r" excluded).
+type quickParser struct {
+	s   []byte
+	str string
+	end int
+	a   *nodeArena
+}
+
+// line returns the end of the line at p without its trailing spaces and
+// "\r", and the start of the next line.
+func (q *quickParser) line(p int) (end, next int) {
+	next = len(q.s)
+	if i := bytes.IndexByte(q.s[p:], '\n'); i >= 0 {
+		next = p + i + 1
+		end = p + i
+	} else {
+		end = next
+	}
+	for end > p && (q.s[end-1] == ' ' || q.s[end-1] == '\r') {
+		end--
+	}
+	return end, next
+}
+
+// block reads a block mapping item (see quickItem).
+func (q *quickParser) block(ind int) *yaml.Node {
+	lines := bytes.Count(q.s, []byte("\n")) + 1
+	m := q.a.node(yaml.MappingNode, "!!map", 0, "")
+	m.Content = q.a.children(2 * lines)
+	for p, i := 0, 0; p < len(q.s); i++ {
+		end, next := q.line(p)
+		if end == p && i > 0 {
+			p = next
 			continue
 		}
-		if len(ln) < ind+2 || !allSpaces(ln[:ind]) {
+		if end-p < ind+2 || !allSpaces(q.s[p:p+ind]) {
 			return nil
 		}
-		if i == 0 && (ln[ind] != '-' || ln[ind+1] != ' ') || i > 0 && (ln[ind] != ' ' || ln[ind+1] != ' ') {
+		if i == 0 && (q.s[p+ind] != '-' || q.s[p+ind+1] != ' ') || i > 0 && (q.s[p+ind] != ' ' || q.s[p+ind+1] != ' ') {
 			return nil
 		}
-		k, v := blockPair(ln[ind+2:])
+		q.end = end
+		k, v := q.blockPair(p + ind + 2)
 		if k == nil {
 			return nil
 		}
 		m.Content = append(m.Content, k, v)
+		p = next
 	}
 	return m
 }
 
-// blockPair reads "key: value" of a block mapping line.
-func blockPair(s []byte) (k, v *yaml.Node) {
-	k, pos := flowKey(s, 0)
-	if k == nil || pos+1 >= len(s) || s[pos] != ':' || s[pos+1] != ' ' {
+// blockPair reads "key: value" of a block mapping line at pos.
+func (q *quickParser) blockPair(pos int) (k, v *yaml.Node) {
+	k, pos = q.flowKey(pos)
+	if k == nil || pos+1 >= q.end || q.s[pos] != ':' || q.s[pos+1] != ' ' {
 		return nil, nil
 	}
-	pos = skipSpaces(s, pos+1)
-	if pos == len(s) {
+	pos = q.skipSpaces(pos + 1)
+	if pos == q.end {
 		return nil, nil // null values are left to the parser
 	}
-	switch s[pos] {
+	switch q.s[pos] {
 	case '{', '[', '"':
-		v, pos = flowValue(s, pos, 0)
+		v, pos = q.flowValue(pos, 0)
 	default:
-		v, pos = plainScalar(s, pos, false)
+		v, pos = q.plainScalar(pos, false)
 	}
-	if v == nil || pos != len(s) {
+	if v == nil || pos != q.end {
 		return nil, nil
 	}
 	return k, v
 }
 
-// flowValue reads a value of a flow collection at s[pos:] (a mapping, a
-// list, a double-quoted or a plain scalar) and the spaces after it.
-func flowValue(s []byte, pos, depth int) (*yaml.Node, int) {
-	if pos >= len(s) || depth > 3 {
+// flowValue reads a value of a flow collection at pos (a mapping, a list,
+// a double-quoted or a plain scalar) and the spaces after it.
+func (q *quickParser) flowValue(pos, depth int) (*yaml.Node, int) {
+	if pos >= q.end || depth > 3 {
 		return nil, 0
 	}
 	var n *yaml.Node
-	switch s[pos] {
+	switch q.s[pos] {
 	case '{', '[':
-		n, pos = flowCollection(s, pos, depth)
+		n, pos = q.flowCollection(pos, depth)
 	case '"':
-		n, pos = quoted(s, pos)
+		n, pos = q.quoted(pos)
 	default:
-		n, pos = plainScalar(s, pos, true)
+		n, pos = q.plainScalar(pos, true)
 	}
 	if n == nil {
 		return nil, 0
 	}
-	return n, skipSpaces(s, pos)
+	return n, q.skipSpaces(pos)
 }
 
-// flowCollection reads "{k: v, ...}" or "[v, ...]" at s[pos:].
-func flowCollection(s []byte, pos, depth int) (*yaml.Node, int) {
+// flowCollection reads "{k: v, ...}" or "[v, ...]" at pos.
+func (q *quickParser) flowCollection(pos, depth int) (*yaml.Node, int) {
+	s := q.s
 	mapping := s[pos] == '{'
-	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
-	end := byte(']')
+	kind, tag, end := yaml.SequenceNode, "!!seq", byte(']')
 	if mapping {
-		n.Kind, n.Tag, end = yaml.MappingNode, "!!map", '}'
+		kind, tag, end = yaml.MappingNode, "!!map", '}'
 	}
-	pos = skipSpaces(s, pos+1)
-	for pos < len(s) && s[pos] != end {
+	n := q.a.node(kind, tag, yaml.FlowStyle, "")
+	if depth == 0 {
+		n.Content = q.a.children(2 * (bytes.Count(s[pos:q.end], []byte(",")) + 1))
+	}
+	pos = q.skipSpaces(pos + 1)
+	for pos < q.end && s[pos] != end {
 		if mapping {
-			k, p := flowKey(s, pos)
-			if k == nil || p+1 >= len(s) || s[p] != ':' || s[p+1] != ' ' {
+			k, p := q.flowKey(pos)
+			if k == nil || p+1 >= q.end || s[p] != ':' || s[p+1] != ' ' {
 				return nil, 0
 			}
 			n.Content = append(n.Content, k)
-			pos = skipSpaces(s, p+1)
+			pos = q.skipSpaces(p + 1)
 		}
-		v, p := flowValue(s, pos, depth+1)
+		v, p := q.flowValue(pos, depth+1)
 		if v == nil {
 			return nil, 0
 		}
 		n.Content = append(n.Content, v)
 		pos = p
-		if pos < len(s) && s[pos] == ',' {
-			pos = skipSpaces(s, pos+1)
-			if pos < len(s) && s[pos] == end {
+		if pos < q.end && s[pos] == ',' {
+			pos = q.skipSpaces(pos + 1)
+			if pos < q.end && s[pos] == end {
 				return nil, 0 // a trailing comma: left to the parser
 			}
-		} else if pos >= len(s) || s[pos] != end {
+		} else if pos >= q.end || s[pos] != end {
 			return nil, 0
 		}
 	}
-	if pos >= len(s) {
+	if pos >= q.end {
 		return nil, 0
 	}
 	return n, pos + 1
 }
 
-// flowKey reads a key [A-Za-z_][A-Za-z0-9_-]* at s[pos:]; its tag is the
-// one yaml.v3 resolves.
-func flowKey(s []byte, pos int) (*yaml.Node, int) {
+// flowKey reads a key [A-Za-z_][A-Za-z0-9_-]* at pos; its tag is the one
+// yaml.v3 resolves.
+func (q *quickParser) flowKey(pos int) (*yaml.Node, int) {
 	start := pos
-	for ; pos < len(s); pos++ {
-		c := s[pos]
+	for ; pos < q.end; pos++ {
+		c := q.s[pos]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || pos > start && (c >= '0' && c <= '9' || c == '-') {
 			continue
 		}
@@ -160,17 +261,22 @@ func flowKey(s []byte, pos int) (*yaml.Node, int) {
 	if pos == start {
 		return nil, 0
 	}
-	n := &yaml.Node{Kind: yaml.ScalarNode, Value: string(s[start:pos])}
+	return q.resolved(start, pos), pos
+}
+
+// resolved returns the plain scalar s[i:j] with the tag yaml.v3 resolves.
+func (q *quickParser) resolved(i, j int) *yaml.Node {
+	n := q.a.node(yaml.ScalarNode, "", 0, q.str[i:j])
 	n.Tag = n.ShortTag()
-	return n, pos
+	return n
 }
 
 // quoted reads a double-quoted string of printable ASCII without escapes.
-func quoted(s []byte, pos int) (*yaml.Node, int) {
-	for i := pos + 1; i < len(s); i++ {
-		switch c := s[i]; {
+func (q *quickParser) quoted(pos int) (*yaml.Node, int) {
+	for i := pos + 1; i < q.end; i++ {
+		switch c := q.s[i]; {
 		case c == '"':
-			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: string(s[pos+1 : i])}, i + 1
+			return q.a.node(yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, q.str[pos+1:i]), i + 1
 		case c == '\\' || c < 0x20 || c > 0x7e:
 			return nil, 0
 		}
@@ -182,14 +288,14 @@ func quoted(s []byte, pos int) (*yaml.Node, int) {
 // "@" and, outside flow collections, ":" not followed by a space) that
 // starts with a letter, a digit, "_", "." or "/"; its tag is the one
 // yaml.v3 resolves.
-func plainScalar(s []byte, pos int, flow bool) (*yaml.Node, int) {
-	start := pos
-	for ; pos < len(s); pos++ {
+func (q *quickParser) plainScalar(pos int, flow bool) (*yaml.Node, int) {
+	s, start := q.s, pos
+	for ; pos < q.end; pos++ {
 		c := s[pos]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '/' {
 			continue
 		}
-		if pos > start && (c == '+' || c == '-' || c == '@' || !flow && c == ':' && pos+1 < len(s) && s[pos+1] != ' ') {
+		if pos > start && (c == '+' || c == '-' || c == '@' || !flow && c == ':' && pos+1 < q.end && s[pos+1] != ' ') {
 			continue
 		}
 		break
@@ -197,19 +303,24 @@ func plainScalar(s []byte, pos int, flow bool) (*yaml.Node, int) {
 	if pos == start {
 		return nil, 0
 	}
-	n := &yaml.Node{Kind: yaml.ScalarNode, Value: string(s[start:pos])}
-	n.Tag = n.ShortTag()
-	return n, pos
+	return q.resolved(start, pos), pos
 }
 
-// skipSpaces returns the index of the first byte at or after pos that is
-// not a space.
-func skipSpaces(s []byte, pos int) int {
-	for pos < len(s) && s[pos] == ' ' {
+// skipSpaces returns the index of the first byte at or after pos (before
+// the line's end) that is not a space.
+func (q *quickParser) skipSpaces(pos int) int {
+	for pos < q.end && q.s[pos] == ' ' {
 		pos++
 	}
 	return pos
 }
 
 // allSpaces reports whether s is spaces only.
-func allSpaces(s []byte) bool { return skipSpaces(s, 0) == len(s) }
+func allSpaces(s []byte) bool {
+	for _, c := range s {
+		if c != ' ' {
+			return false
+		}
+	}
+	return true
+}

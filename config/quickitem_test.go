@@ -35,7 +35,8 @@ func sameNode(a, b *yaml.Node, at string) string {
 // whether quickItem took it.
 func checkQuick(t *testing.T, text string, ind int) bool {
 	t.Helper()
-	q := quickItem([]byte(text), ind)
+	var a nodeArena
+	q := quickItem([]byte(text), ind, &a)
 	if q == nil {
 		return false
 	}
@@ -58,7 +59,7 @@ func checkQuick(t *testing.T, text string, ind int) bool {
 // TestQuickItem: quickItem builds the parser's nodes for the items it
 // takes, and leaves to the parser what is outside its subset.
 func TestQuickItem(t *testing.T) {
-	for _, tc := range []struct {
+	cases := []struct {
 		text  string
 		ind   int
 		quick bool
@@ -90,9 +91,32 @@ func TestQuickItem(t *testing.T) {
 		{"  - name: a\n  # comment\n", 2, false},
 		{"  - [a, b]\n", 2, false},
 		{"  - plain\n", 2, false},
-	} {
+	}
+	for _, tc := range cases {
 		if got := checkQuick(t, tc.text, tc.ind); got != tc.quick {
 			t.Errorf("%q: taken %v, want %v", tc.text, got, tc.quick)
+		}
+	}
+	// One arena for every item, as in a batch: an item not taken leaves the
+	// nodes of those taken before it intact.
+	var a nodeArena
+	type took struct {
+		text string
+		n    *yaml.Node
+	}
+	var kept []took
+	for _, tc := range cases {
+		if n := quickItem([]byte(tc.text), tc.ind, &a); n != nil {
+			kept = append(kept, took{tc.text, n})
+		}
+	}
+	for _, k := range kept {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(k.text), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if d := sameNode(k.n, deref(&doc).Content[0], "item"); d != "" {
+			t.Errorf("shared arena, %q: %s", k.text, d)
 		}
 	}
 	// Every item of the benchmarks' configs is taken.
