@@ -28,15 +28,11 @@ func quickItem(text []byte, ind int, a *nodeArena) *yaml.Node {
 	return n
 }
 
-// nodeArena allocates the nodes of quickItem in blocks, and the values as
-// substrings of one string per item: a batch's nodes are garbage together
-// once its sources are read, and a value kept (a source's name, its URL)
-// keeps only its item's text alive.
+// nodeArena allocates the nodes of quickItem, and their children slices, in
+// blocks: a batch's nodes are garbage together once its sources are read.
 type nodeArena struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
-	str   string // the text of the item being read
-	base  int    // the offset of the item's text in the batch's text
 }
 
 // arenaBlock is the number of nodes (and of children pointers) per block.
@@ -84,7 +80,7 @@ func (a *nodeArena) children(n int) []*yaml.Node {
 
 // item is quickItem without the reset.
 func (a *nodeArena) item(text []byte, ind int) *yaml.Node {
-	q := quickParser{s: text, str: string(text), a: a}
+	q := quickParser{s: text, a: a}
 	first, next := q.line(0)
 	if first-0 < ind+3 || text[ind] != '-' || text[ind+1] != ' ' {
 		return nil
@@ -107,12 +103,10 @@ func (a *nodeArena) item(text []byte, ind int) *yaml.Node {
 	return n
 }
 
-// quickParser reads one item: s is its text, str the same as a string (the
-// values are substrings of it), end the end of the line being read
-// (trailing spaces and "\r" excluded).
+// quickParser reads one item: s is its text, end the end of the line being
+// read (trailing spaces and "\r" excluded).
 type quickParser struct {
 	s   []byte
-	str string
 	end int
 	a   *nodeArena
 }
@@ -266,9 +260,29 @@ func (q *quickParser) flowKey(pos int) (*yaml.Node, int) {
 
 // resolved returns the plain scalar s[i:j] with the tag yaml.v3 resolves.
 func (q *quickParser) resolved(i, j int) *yaml.Node {
-	n := q.a.node(yaml.ScalarNode, "", 0, q.str[i:j])
+	n := q.a.node(yaml.ScalarNode, "", 0, q.value(i, j))
 	n.Tag = n.ShortTag()
 	return n
+}
+
+// value returns s[i:j] as a string of its own (a substring of the item's
+// text would keep all of it alive in the sources), the common keys and
+// values as constants.
+func (q *quickParser) value(i, j int) string {
+	switch v := q.s[i:j]; string(v) {
+	case "name":
+		return "name"
+	case "type":
+		return "type"
+	case "url":
+		return "url"
+	case "http":
+		return "http"
+	case "exec":
+		return "exec"
+	default:
+		return string(v)
+	}
 }
 
 // quoted reads a double-quoted string of printable ASCII without escapes.
@@ -276,7 +290,7 @@ func (q *quickParser) quoted(pos int) (*yaml.Node, int) {
 	for i := pos + 1; i < q.end; i++ {
 		switch c := q.s[i]; {
 		case c == '"':
-			return q.a.node(yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, q.str[pos+1:i]), i + 1
+			return q.a.node(yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, q.value(pos+1, i)), i + 1
 		case c == '\\' || c < 0x20 || c > 0x7e:
 			return nil, 0
 		}
