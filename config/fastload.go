@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"path/filepath"
 
@@ -13,8 +14,8 @@ type fastCache struct {
 	seed maphash.Seed // of every hash below; carried from load to load
 	// context is the hash of what every source of the list depends on
 	// besides its own text: the rest of the file (defaults, limits), the
-	// path, Options.ForStore; 0 when that read the environment or a file,
-	// and nothing can be reused.
+	// path, Options.ForStore, the variables the defaults and limits looked
+	// up; 0 when they read a file, and nothing can be reused.
 	context uint64
 	// hashes holds, for each of the first len(hashes) sources of
 	// Config.Sources (the config file's list), its item's text hash, or 0
@@ -115,8 +116,8 @@ func loadFast(file, abs string, data []byte, env func(string) (string, bool), op
 		f.seed = prev.fast.seed
 	}
 	f.context = contextHash(f.seed, abs, list.head, opts)
-	if prev != nil && prev.fast != nil && prev.fast.context != 0 && prev.fast.context == f.context {
-		f.prev = prev
+	if prev != nil && prev.fast != nil && prev.fast.context != 0 {
+		f.prev = prev // if the context is the same (see fastSources)
 	}
 	l := newLoader(file, abs, env, opts)
 	l.fast = f
@@ -144,20 +145,49 @@ func contextHash(seed maphash.Seed, abs string, head []byte, opts Options) uint6
 	return h.Sum64() | 1
 }
 
+// withEnv adds the variables looked up (their names and values) to the
+// context hash h; never 0.
+func withEnv(seed maphash.Seed, h uint64, env []envRead) uint64 {
+	if len(env) == 0 {
+		return h
+	}
+	var m maphash.Hash
+	m.SetSeed(seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], h)
+	_, _ = m.Write(b[:])
+	for _, e := range env {
+		_, _ = m.WriteString(e.name)
+		_ = m.WriteByte(0)
+		if e.set {
+			_ = m.WriteByte(1)
+		}
+		_, _ = m.WriteString(e.value)
+		_ = m.WriteByte(0)
+	}
+	return m.Sum64() | 1
+}
+
 // fastSources reads the sources of the list cut from the raw text (l.fast),
 // as sources does from a node tree, reusing from Options.Previous each
-// source whose item text is unchanged (when pureBase: the defaults and
-// limits read nothing outside the file). Any problem sets l.fast.failed:
+// source whose item text is unchanged (when noFiles: the defaults and
+// limits read no file; env is what they read of the environment). Any problem sets l.fast.failed:
 // the caller then loads the whole file the usual way, whose problems carry
 // lines and paths.
-func (l *loader) fastSources(b inherited, groups map[string]bool, pureBase bool) ([]Source, map[string]int) {
+func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, env []envRead) ([]Source, map[string]int) {
 	f := l.fast
 	if len(l.probs) > 0 {
 		f.failed = true
 		return nil, nil
 	}
-	if !pureBase || b.placeholder {
-		f.context, f.prev = 0, nil
+	// The context: the head's text, and the values of the variables that
+	// the defaults and limits looked up.
+	f.context = withEnv(f.seed, f.context, env)
+	if !noFiles || b.placeholder {
+		f.context = 0
+	}
+	if f.context == 0 || f.prev != nil && f.prev.fast.context != f.context {
+		f.prev = nil
 	}
 	if f.prev != nil {
 		f.index = make(map[uint64]int32, len(f.prev.fast.hashes))

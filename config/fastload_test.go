@@ -256,3 +256,33 @@ func TestReusedSourceKeepsItsSecrets(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestReuseWithDefaultsFromTheEnvironment: defaults that read a variable
+// let the sources be reused while it keeps its value, not after it changed.
+func TestReuseWithDefaultsFromTheEnvironment(t *testing.T) {
+	vars := map[string]string{"EVERY": "1m"}
+	env := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	text := "defaults: {schedule: \"@every ${EVERY}\"}\nsources:\n" + manySources(300, func(int) string { return "" })
+	path := writeFile(t, t.TempDir(), "config.yaml", text, 0o600)
+	prev, err := Load(path, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		every  string
+		reused int
+	}{{"1m", 300}, {"2m", 0}, {"2m", 300}} {
+		vars["EVERY"] = tc.every
+		got, err := LoadWith(path, env, Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reused() != tc.reused {
+			t.Errorf("EVERY=%s: reused %d, want %d", tc.every, got.Reused(), tc.reused)
+		}
+		if want := "@every " + tc.every; got.Sources[299].ScheduleSpec != want {
+			t.Errorf("EVERY=%s: schedule %q, want %q", tc.every, got.Sources[299].ScheduleSpec, want)
+		}
+		prev = got
+	}
+}

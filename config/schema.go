@@ -53,11 +53,15 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.store(cfg)
 	l.checkCluster(cfg.Store, cfg.Cluster)
-	r0 := l.reads
+	files0, rec := l.files, &sourceDeps{}
+	if l.fast != nil {
+		l.rec = rec // what the sources inherit read (see fastSources)
+	}
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
+	l.rec = nil
 	if l.fast != nil {
-		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.reads == r0)
+		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.files == files0, rec.env)
 	} else {
 		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
 	}
