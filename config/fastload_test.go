@@ -286,3 +286,49 @@ func TestReuseWithDefaultsFromTheEnvironment(t *testing.T) {
 		prev = got
 	}
 }
+
+// FuzzFastLoadSame: whatever config the cut sources list loads (and
+// whatever a reload reusing it yields), the whole file's node tree loads
+// the same; what it rejects, Load reports as the node tree does.
+//
+//	go test ./config -run '^$' -fuzz FuzzFastLoadSame -fuzztime 60s
+func FuzzFastLoadSame(f *testing.F) {
+	f.Add([]byte("sources:\n  - {name: a, type: http, url: \"http://x/${A}\"}\n  - name: b\n    type: http\n    url: http://y/\n    expect_status: [200, 0x10]\n"))
+	f.Add([]byte("defaults: {timeout: 5s}\nsources:\n- {name: a, type: exec, command: [\"true\"], env: {K: v}}\nlimits: {g: {rate: 1/s}}\n"))
+	f.Add([]byte("sources:\n  - &x {name: a, type: http, url: \"http://x/\"}\n  - {<<: *x, name: b, headers: {A: b}}\n"))
+	f.Add([]byte("sources:\n  - {name: a, type: http, url: \"http://x/\", max_body: 1e3, conditional: null, follow_redirects: 012}\n"))
+	full, err := os.ReadFile("../testdata/config/full.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(full)
+	dir := f.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	abs, _ := filepath.Abs(path)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if err := os.WriteFile(path, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fast := loadFast(path, abs, in, fuzzEnv, Options{})
+		want, wantErr := loadTree(path, abs, in, fuzzEnv, Options{})
+		if fast != nil {
+			if wantErr != nil {
+				t.Fatalf("the cut list loads %q, the node tree rejects it: %v", in, wantErr)
+			}
+			again := loadFast(path, abs, in, fuzzEnv, Options{Previous: fast})
+			for _, got := range []*Config{fast, again} {
+				if got == nil {
+					t.Fatalf("the reload of %q failed", in)
+				}
+				got.fast = nil
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%q: configs differ:\n got %+v\nwant %+v", in, got.Sources, want.Sources)
+				}
+			}
+		}
+		got, err := Load(path, fuzzEnv)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || (got == nil) != (want == nil) {
+			t.Fatalf("%q: Load = %v, node tree %v", in, err, wantErr)
+		}
+	})
+}
