@@ -35,7 +35,8 @@ type nodeArena struct {
 	ptrs  []*yaml.Node
 }
 
-// arenaBlock is the number of nodes (and of children pointers) per block.
+// arenaBlock is the largest number of nodes (and of children pointers) per
+// block; blocks start small and double (a reload parses a few items).
 const arenaBlock = 4096
 
 // arenaMark is where an arena was, to return to when an item is not taken.
@@ -58,7 +59,7 @@ func (a *nodeArena) reset(m arenaMark) {
 // node returns a new node.
 func (a *nodeArena) node(kind yaml.Kind, tag string, style yaml.Style, value string) *yaml.Node {
 	if len(a.nodes) == cap(a.nodes) {
-		a.nodes = make([]yaml.Node, 0, arenaBlock)
+		a.nodes = make([]yaml.Node, 0, min(arenaBlock, max(16, 2*cap(a.nodes))))
 	}
 	a.nodes = append(a.nodes, yaml.Node{Kind: kind, Tag: tag, Style: style, Value: value})
 	return &a.nodes[len(a.nodes)-1]
@@ -71,7 +72,7 @@ func (a *nodeArena) children(n int) []*yaml.Node {
 		return make([]*yaml.Node, 0, n)
 	}
 	if cap(a.ptrs)-len(a.ptrs) < n {
-		a.ptrs = make([]*yaml.Node, 0, arenaBlock)
+		a.ptrs = make([]*yaml.Node, 0, min(arenaBlock, max(n, 32, 2*cap(a.ptrs))))
 	}
 	start := len(a.ptrs)
 	a.ptrs = a.ptrs[:start+n]

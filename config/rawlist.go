@@ -53,6 +53,7 @@ func cutSources(data []byte) (rl rawList, ok bool) {
 					return rawList{}, false // an empty or a flow list, or a mapping
 				}
 				ind, item = sp, off
+				rl.items = make([][2]int, 0, bytes.Count(data[off:], []byte("\n"))+1) // at most one per line
 			case sp == 0 && (ind > 0 || !isItemStart(line, 0)): // the next top-level key
 				end = off
 			case sp == ind && isItemStart(line, sp):
