@@ -198,37 +198,17 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, 
 		}
 	}
 	n := len(f.list.items)
-	out := make([]Source, 0, n)
 	f.hashes = make([]uint64, 0, n)
-	// same: every source so far has the name of the previous config's at
-	// its index, whose index by name then serves unchanged.
+	out, ok := l.readList(make([]Source, 0, n), b, groups)
+	if !ok {
+		f.failed = true
+		return nil, nil
+	}
+	// same: every source has the name of the previous config's at its
+	// index, whose index by name then serves unchanged.
 	same := f.prev != nil && len(f.prev.Sources) == n && len(f.prev.byName) == n
-	p := f.startParse(l.file)
-	defer p.stop()
-	for i := 0; i < n; i++ {
-		it, ok := p.item(i)
-		if !ok {
-			f.failed = true
-			return nil, nil
-		}
-		s, h, deps, ok := l.listItem(it, i, b, groups)
-		if !ok {
-			f.failed = true
-			return nil, nil
-		}
-		same = same && f.prev.Sources[i].Name == s.Name
-		if _, taken := l.claimName(s.Name, i); taken {
-			f.failed = true
-			return nil, nil
-		}
-		if deps != nil {
-			if f.deps == nil {
-				f.deps = map[int32]*sourceDeps{}
-			}
-			f.deps[int32(len(out))] = deps
-		}
-		out = append(out, *s)
-		f.hashes = append(f.hashes, h)
+	for i := 0; same && i < n; i++ {
+		same = f.prev.Sources[i].Name == out[i].Name
 	}
 	if same {
 		return out, f.prev.byName // never written once built
@@ -242,6 +222,37 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, 
 		first[out[i].Name] = i
 	}
 	return out, first
+}
+
+// readList appends the sources of the list l.fast holds (the config
+// file's, or a source file's) to out, recording their hashes and what they
+// depend on. ok is false on a problem.
+func (l *loader) readList(out []Source, b inherited, groups map[string]bool) ([]Source, bool) {
+	f := l.fast
+	p := f.startParse(l.file)
+	defer p.stop()
+	for i := range f.list.items {
+		it, ok := p.item(i)
+		if !ok {
+			return nil, false
+		}
+		s, h, deps, ok := l.listItem(it, i, b, groups)
+		if !ok {
+			return nil, false
+		}
+		if _, taken := l.claimName(s.Name, i); taken {
+			return nil, false
+		}
+		if deps != nil {
+			if f.deps == nil {
+				f.deps = map[int32]*sourceDeps{}
+			}
+			f.deps[int32(len(out))] = deps
+		}
+		out = append(out, *s)
+		f.hashes = append(f.hashes, h)
+	}
+	return out, true
 }
 
 // listItem returns the source of item it (index i of the list): the one of
