@@ -328,3 +328,68 @@ func hasAnchor(n *yaml.Node, depth int) bool {
 	}
 	return false
 }
+
+// fastSourceFiles is readSourceFiles for a load from cut lists: each source
+// file's list is cut and read as the config file's is, its unchanged
+// sources reused; a file whose list cannot be cut is read from its node
+// tree (none of its sources reused). Any problem sets l.fast.failed.
+func (l *loader) fastSourceFiles(cfg *Config, b inherited, groups map[string]bool) {
+	f := l.fast
+	all := cfg.Sources
+	for i, abs := range l.srcFiles.abs {
+		l.srcFiles.cur = i + 1
+		data, err := readYAMLFile(abs, "source file")
+		if err != nil {
+			f.failed = true
+			return
+		}
+		var ok bool
+		if list, cut := cutSources(data); cut && len(list.items) > 0 && onlySourcesKey(list.head) {
+			f.data, f.list = data, list
+			all, ok = l.readList(all, b, groups)
+		} else {
+			all, ok = l.treeSourceFile(all, abs, l.srcFiles.rel[i], b, groups)
+		}
+		if !ok || len(l.probs) > 0 {
+			f.failed = true
+			return
+		}
+	}
+	l.srcFiles.cur = 0
+	byName := make(map[string]int, len(all))
+	for i := range all {
+		if _, dup := byName[all[i].Name]; dup {
+			f.failed = true
+			return
+		}
+		byName[all[i].Name] = i
+	}
+	cfg.Sources, cfg.byName = all, byName
+}
+
+// treeSourceFile appends the sources of the source file abs read from its
+// node tree, none reusable.
+func (l *loader) treeSourceFile(all []Source, abs, rel string, b inherited, groups map[string]bool) ([]Source, bool) {
+	n := l.sourceFile(abs, rel)
+	if n == nil || len(l.probs) > 0 {
+		return all, len(l.probs) == 0
+	}
+	before := len(all)
+	all, _ = l.sources(all, n, b, groups)
+	for range all[before:] {
+		l.fast.hashes = append(l.fast.hashes, 0)
+	}
+	return all, len(l.probs) == 0
+}
+
+// onlySourcesKey reports whether head (a source file without its list's
+// items) is the key "sources" and nothing else.
+func onlySourcesKey(head []byte) bool {
+	root, prob := parseYAML("", head)
+	if prob != nil {
+		return false
+	}
+	d := deref(root)
+	return d != nil && d.Kind == yaml.MappingNode && len(d.Content) == 2 &&
+		d.Content[0].Kind == yaml.ScalarNode && d.Content[0].Value == "sources" && d.Content[0].ShortTag() == "!!str" && isNull(d.Content[1])
+}

@@ -31,7 +31,8 @@ func TestCutSources(t *testing.T) {
 		{"less indented", "sources:\n    - name: a\n  - name: b\n", -1, ""},
 		{"continuation at item indent", "sources:\n  - {name: a,\n  type: http}\n", -1, ""},
 		{"directive", "%YAML 1.2\n---\nsources:\n  - name: a\n", -1, ""},
-		{"no sources", "store: x\n", -1, ""},
+		{"no sources", "store: x\n", 0, "store: x\n"},
+		{"no sources line", "{store: x, sources: [{name: a}]}\n", 0, "{store: x, sources: [{name: a}]}\n"},
 		{"anchored key", "sources: &s\n  - name: a\n", -1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +73,8 @@ func manySources(n int, extra func(i int) string) string {
 func TestFastLoadSameConfig(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "token", "s3cr3t\n", 0o600)
-	writeFile(t, dir, "more.yaml", "sources:\n  - {name: other, type: http, url: \"http://h/\"}\n", 0o600)
+	writeFile(t, dir, "more.yaml", "sources:\n  - {name: other, type: http, url: \"http://h/\"}\n  - name: other2\n    type: http\n    url: http://h/2\n", 0o600)
+	writeFile(t, dir, "flow.yaml", "sources: [{name: flow, type: http, url: \"http://h/f\"}]\n", 0o600)
 	env := envMap(map[string]string{"TOKEN": "t0k3n", "HOST": "example.com"})
 	big := "defaults: {schedule: \"@every 30s\"}\nlimits: {g: {concurrency: 2}}\nsources:\n" + manySources(1100, func(i int) string {
 		switch i % 7 {
@@ -96,6 +98,9 @@ func TestFastLoadSameConfig(t *testing.T) {
 		{"anchor inside an item", "sources:\n  - &x {name: a, type: http, url: \"http://x/\"}\n  - name: b\n    <<: {type: http, url: \"http://y/\"}\n", true},
 		{"env and files", "sources:\n  - name: a\n    type: http\n    url: \"http://${HOST}/\"\n    headers: {X: \"${file:" + filepath.Join(dir, "token") + "}\"}\n", true},
 		{"source files", "source_files: [more.yaml]\nsources:\n  - {name: a, type: http, url: \"http://x/\"}\n", true},
+		{"only source files", "source_files: [more.yaml, flow.yaml]\nlog: {level: warn}\n", true},
+		{"no sources at all", "log: {level: warn}\n", true},
+		{"whole document in flow style", "{sources: [{name: a, type: http, url: \"http://x/\"}]}\n", false},
 		{"anchor across items of a batch", "sources:\n  - &x {name: a, type: http, url: \"http://x/\"}\n  - {<<: *x, name: b}\n", true},
 		{"alias from the head", "defaults: &d {timeout: 5s}\nsources:\n  - {name: a, type: http, url: \"http://x/\", <<: *d}\n", false},
 		{"duplicate name", "sources:\n  - {name: a, type: http, url: \"http://x/\"}\n  - {name: a, type: http, url: \"http://y/\"}\n", false},
@@ -331,4 +336,63 @@ func FuzzFastLoadSame(f *testing.F) {
 			t.Fatalf("%q: Load = %v, node tree %v", in, err, wantErr)
 		}
 	})
+}
+
+// TestReuseAcrossSourceFiles: the sources of source files are reused as
+// the config file's are, also when they move to another file; a file whose
+// list cannot be cut is read from its node tree, its sources not reused.
+func TestReuseAcrossSourceFiles(t *testing.T) {
+	dir := t.TempDir()
+	noEnv := func(string) (string, bool) { return "", false }
+	file := func(name string, from, to int) {
+		var b strings.Builder
+		b.WriteString("sources:\n")
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, "  - {name: s%03d, type: http, url: \"http://h/%d\"}\n", i, i)
+		}
+		writeFile(t, dir, name, b.String(), 0o600)
+	}
+	file("a.yaml", 0, 100)
+	file("b.yaml", 100, 200)
+	writeFile(t, dir, "c.yaml", "sources: [{name: flow, type: http, url: \"http://h/f\"}]\n", 0o600)
+	path := writeFile(t, dir, "config.yaml", "source_files: [\"*.d.yaml\", a.yaml, b.yaml, c.yaml]\n", 0o600)
+	prev, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func()
+		reused int
+	}{
+		{"unchanged", func() {}, 200},
+		{"one changed", func() {
+			file("b.yaml", 100, 199)
+			writeFile(t, dir, "z.d.yaml", "sources:\n  - {name: s199, type: http, url: \"http://h/new\"}\n", 0o600)
+		}, 199},
+		{"moved", func() { file("a.yaml", 0, 150); file("b.yaml", 150, 199) }, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.edit()
+			got, err := LoadWith(path, noEnv, Options{Previous: prev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Reused() != tc.reused {
+				t.Errorf("reused %d, want %d", got.Reused(), tc.reused)
+			}
+			abs, _ := filepath.Abs(path)
+			data, _ := os.ReadFile(path)
+			want, err := loadTree(path, abs, data, noEnv, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := got.fast
+			got.fast = nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("configs differ:\n got %+v\nwant %+v", got.Sources, want.Sources)
+			}
+			got.fast, prev = next, got
+		})
+	}
 }

@@ -15,7 +15,8 @@ type rawList struct {
 }
 
 // cutSources finds the sources list of data when it is written in the
-// common block style: a line "sources:" at column 0 (optionally followed
+// common block style (or finds none: a file without a line "sources:" is
+// all head, without items): a line "sources:" at column 0 (optionally followed
 // by a comment), then items "- ..." at one indentation, each followed by
 // its more indented lines, up to the next line at column 0. Anything else
 // (a flow list, tabs in the indentation, a directive, a line indented less
@@ -41,6 +42,8 @@ func cutSources(data []byte) (rl rawList, ok bool) {
 			}
 			if isSourcesKey(line) {
 				start = next
+			} else if bytes.HasPrefix(line, []byte("sources")) {
+				return rawList{}, false // "sources: [...]", "sources: &a": the parser's
 			}
 		default:
 			sp, c := indentOf(line)
@@ -67,6 +70,9 @@ func cutSources(data []byte) (rl rawList, ok bool) {
 			break
 		}
 		off = next
+	}
+	if start < 0 {
+		return rawList{head: data}, true // no list: the sources are in source files, or none
 	}
 	if item < 0 {
 		return rawList{}, false

@@ -60,7 +60,9 @@ func (l *loader) config(root *yaml.Node) *Config {
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
 	l.rec = nil
-	if l.fast != nil {
+	if l.fast != nil && !isNull(sections.sources) {
+		l.fast.failed = true // a list the cut did not find (flow style, a quoted key)
+	} else if l.fast != nil {
 		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.files == files0, rec.env)
 	} else {
 		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
