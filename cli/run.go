@@ -98,6 +98,16 @@ func releaseReloadMemory() {
 	go debug.FreeOSMemory()
 }
 
+// parsedMost reports whether the load of cfg parsed most of its sources
+// rather than reusing those of the config before (config.Options.Previous):
+// only such a load leaves garbage worth the full collection of
+// releaseReloadMemory (~0.3 s of CPU at 100,000 sources). A reload that
+// reused the sources allocates a new slice of them and an index, and
+// their predecessors' garbage stays below the collector's goal.
+func parsedMost(cfg *config.Config) bool {
+	return cfg.Reused() < len(cfg.Sources)/2
+}
+
 // storeCloseGrace bounds the store's Close at exit: a statement stuck in
 // SQLite's busy timeout (another process holds the write lock) would keep
 // the daemon up to 5 s past shutdown_timeout.
@@ -301,13 +311,19 @@ func (d *runner) serve(f *flags, env Env) error {
 	for sig := range d.sigs {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+			prev := d.cfg
 			d.cfg = reload(f, env, d.log, d.sched, d.cfg)
+			// A rejected config was parsed whole (its problems need the
+			// node tree): its garbage is released like a full parse's.
+			release := d.cfg == prev || parsedMost(d.cfg)
 			d.send.SetConfig(d.cfg.Notify, d.cfg.Redactor())
 			if d.mb != nil {
 				d.mb.m.SetFingerprint(sourcesFingerprint(d.cfg))
 			}
 			sdNotify("READY=1\nSTATUS=" + status())
-			releaseReloadMemory()
+			if release {
+				releaseReloadMemory()
+			}
 			continue
 		}
 		d.log.Info("shutting down", "signal", sig.String(), "timeout", d.cfg.ShutdownTimeout)
@@ -363,7 +379,7 @@ func stopAdmin(srv *http.Server, grace time.Duration) <-chan struct{} {
 // logged, and the old one stays in force (rule 3.11). It returns the config
 // in force afterwards (also in f.cfg, which masks the daemon's errors).
 func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur *config.Config) *config.Config {
-	cfg, err := f.load(env)
+	cfg, err := f.loadWith(env, config.Options{Previous: cur})
 	if err == nil {
 		if err = sched.Reload(context.Background(), cfg); err != nil {
 			log.Error("reload failed; old config stays in force", "err", err)

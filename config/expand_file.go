@@ -30,6 +30,8 @@ func (l *loader) expandFile(name string, p path) (v string, ok bool) {
 		l.addf(p, "${file:} needs a path (write $$ for a literal $)")
 		return "", false
 	}
+	l.reads++ // the value depends on the file (see loader.reads)
+	l.files++
 	full := l.credentialPath(name)
 	r, cached := l.fileVals[full]
 	if !cached {

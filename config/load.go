@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,13 @@ type Options struct {
 	// directories checked (the caller's PATH may not be the daemon's), nor
 	// the admin token file read if it cannot be.
 	ForStore bool
+	// Previous is the config in force, whose sources this load may reuse:
+	// a source of the config file's list whose text, and everything it
+	// inherits, is unchanged and which read nothing outside the file (no
+	// ${VAR}, no file, no exec program) is taken as it was instead of being
+	// parsed again, which makes a SIGHUP with one source changed cheap.
+	// nil: every source is parsed.
+	Previous *Config
 }
 
 // LoadWith is Load with options.
@@ -110,6 +118,16 @@ func LoadWith(path string, env func(string) (string, bool), opts Options) (*Conf
 	if err != nil {
 		return nil, Problems{{Path: path, Msg: err.Error()}}
 	}
+	if cfg := loadFast(path, abs, data, env, opts); cfg != nil {
+		return cfg, nil
+	}
+	return loadTree(path, abs, data, env, opts)
+}
+
+// loadTree loads the config file whose text is data from the node tree of
+// the whole file: the way every config can be loaded, and the one whose
+// problems carry the lines and paths of the file.
+func loadTree(path, abs string, data []byte, env func(string) (string, bool), opts Options) (*Config, error) {
 	root, prob := parseYAML(path, data)
 	if prob != nil && !blank(data) {
 		return nil, Problems{*prob}
@@ -119,10 +137,21 @@ func LoadWith(path string, env func(string) (string, bool), opts Options) (*Conf
 		// must not stop every source: nothing is not a config.
 		return nil, Problems{{Path: path, Msg: "config is empty (no YAML content, only white space or comments)"}}
 	}
+	l := newLoader(path, abs, env, opts)
+	cfg := l.config(root)
+	if ps := l.finish(); len(ps) > 0 {
+		return nil, ps
+	}
+	return l.result(cfg, abs), nil
+}
+
+// newLoader returns the loader of one Load of the config file at abs
+// (path as given, for messages). Every lookup in env is counted in reads
+// (see loader.pure).
+func newLoader(path, abs string, env func(string) (string, bool), opts Options) *loader {
 	l := &loader{
 		file:      path,
 		dir:       filepath.Dir(abs),
-		env:       env,
 		secretOK:  map[string]bool{},
 		looked:    map[string]lookResult{},
 		checked:   map[string]string{},
@@ -130,15 +159,24 @@ func LoadWith(path string, env func(string) (string, bool), opts Options) (*Conf
 		schedules: map[string]parsedSchedule{},
 		forStore:  opts.ForStore,
 	}
-	cfg := l.config(root)
-	cfg.Path = abs
-	if ps := l.finish(); len(ps) > 0 {
-		return nil, ps
+	l.env = func(name string) (string, bool) {
+		l.reads++
+		v, ok := env(name)
+		if l.rec != nil {
+			l.rec.env = append(l.rec.env, envRead{name: name, value: v, set: ok})
+		}
+		return v, ok
 	}
+	return l
+}
+
+// result completes the Config of a Load without problems.
+func (l *loader) result(cfg *Config, abs string) *Config {
+	cfg.Path = abs
 	cfg.Secrets = l.secrets
 	cfg.SourceFiles, cfg.Notes = l.srcFiles.rel, l.srcFiles.notes
 	cfg.masks = l.maskList
-	return cfg, nil
+	return cfg
 }
 
 // parserPanic starts the message of the problem that stands for a panic of
@@ -228,6 +266,13 @@ type loader struct {
 	fileVals     map[string]fileValue      // ${file:PATH} by resolved path (expand_file.go)
 	srcFiles     sourceFiles               // source_files (source_files.go)
 	fp           fingerprinter
+	// reads counts what the loader read outside the config's text: the
+	// environment, ${file:PATH} files (a source that read nothing is
+	// reused by the next Load, see fastRun).
+	reads int
+	files int         // ${file:PATH} expansions (a source that made one is never reused)
+	rec   *sourceDeps // when set, what the source being read depends on is recorded in it
+	fast  *fastRun    // the sources list cut from the raw text, or nil (fastload.go)
 }
 
 // addf records a problem. String and error arguments are redacted before
@@ -241,6 +286,9 @@ func (l *loader) addf(p path, format string, args ...any) {
 
 // secret records s as a secret.
 func (l *loader) secret(s string) {
+	if l.rec != nil && !l.quiet && s != "" {
+		l.rec.secrets = append(l.rec.secrets, s)
+	}
 	if l.quiet || s == "" || l.secretOK[s] {
 		return
 	}
@@ -253,6 +301,9 @@ func (l *loader) secret(s string) {
 func (l *loader) mask(value string, spans [][2]int) {
 	if l.quiet || len(spans) == 0 {
 		return
+	}
+	if l.rec != nil {
+		l.rec.masks = append(l.rec.masks, maskCall{value: value, spans: slices.Clone(spans)})
 	}
 	if l.masks == nil {
 		l.masks = map[string]int{}

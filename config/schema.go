@@ -53,9 +53,20 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.store(cfg)
 	l.checkCluster(cfg.Store, cfg.Cluster)
+	files0, rec := l.files, &sourceDeps{}
+	if l.fast != nil {
+		l.rec = rec // what the sources inherit read (see fastSources)
+	}
 	base := l.defaults(sections.defaults)
 	groups := l.limits(sections.limits, cfg.Limits)
-	cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+	l.rec = nil
+	if l.fast != nil && !isNull(sections.sources) {
+		l.fast.failed = true // a list the cut did not find (flow style, a quoted key)
+	} else if l.fast != nil {
+		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.files == files0, rec.env)
+	} else {
+		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+	}
 	l.readSourceFiles(cfg, base, groups)
 	return cfg
 }

@@ -130,6 +130,10 @@ func (l *loader) readSourceFiles(cfg *Config, b inherited, groups map[string]boo
 	if len(l.srcFiles.abs) == 0 {
 		return
 	}
+	if l.fast != nil {
+		l.fastSourceFiles(cfg, b, groups)
+		return
+	}
 	lists := make([]*yaml.Node, len(l.srcFiles.abs))
 	items := 0
 	for i := range l.srcFiles.abs {

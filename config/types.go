@@ -51,6 +51,9 @@ type Config struct {
 	// byName indexes Sources by name (set by Load; Source falls back to a
 	// scan when it is missing or stale).
 	byName map[string]int
+	// fast is what the next Load may reuse of this one (Options.Previous,
+	// fastload.go), or nil.
+	fast *fastCache
 }
 
 // Admin configures the admin HTTP API.
