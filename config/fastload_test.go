@@ -302,6 +302,14 @@ func FuzzFastLoadSame(f *testing.F) {
 	f.Add([]byte("defaults: {timeout: 5s}\nsources:\n- {name: a, type: exec, command: [\"true\"], env: {K: v}}\nlimits: {g: {rate: 1/s}}\n"))
 	f.Add([]byte("sources:\n  - &x {name: a, type: http, url: \"http://x/\"}\n  - {<<: *x, name: b, headers: {A: b}}\n"))
 	f.Add([]byte("sources:\n  - {name: a, type: http, url: \"http://x/\", max_body: 1e3, conditional: null, follow_redirects: 012}\n"))
+	// Texts that a line-based cut or a subset parser gets wrong easily:
+	// comments, '#' and ': ' inside values, block scalars, CRLF, odd
+	// scalars (yes, on, ~, octal), non-ASCII, a list indented under its key.
+	f.Add([]byte("sources: # the list\n  - name: a   # first\n    type: http\n    url: http://x/p#frag\n    body: \"k: v # not a comment\"\n"))
+	f.Add([]byte("sources:\n  - name: a\n    type: http\n    url: 'http://x/it''s'\n    body: |\n      line: one\n      - two\n    headers: {X-A: yes, X-B: on, X-C: ~}\n"))
+	f.Add([]byte("sources:\r\n  - name: a\r\n    type: exec\r\n    command: [\"true\"]\r\n    timeout: 010s\r\n"))
+	f.Add([]byte("sources:\n- name: \u00e9t\u00e9\n  type: exec\n  command: [\"true\"]\n- name: b\n  type: exec\n  command:\n    - \"true\"\n    - \"--x=a: b\"\n"))
+	f.Add([]byte("sources:\n  - name: a\n    type: http\n    url: http://x/\n  -   name: b\n      type: http\n      url: http://y/\n  - {name: c, type: http, url: \"http://z/\"}  # trailing\n"))
 	full, err := os.ReadFile("../testdata/config/full.yaml")
 	if err != nil {
 		f.Fatal(err)
