@@ -212,6 +212,12 @@ func (l *pgLock) release() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The server ends a closed connection's session, and with it the lock,
+	// only once it has noticed the close: unlock first, so that the store
+	// is free when Release returns (a Holder right after it sees it free).
+	// The connection holds nothing else. If the unlock fails the
+	// connection is broken, and the server drops the session by itself.
+	_, _ = l.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
 	err := l.conn.Close(ctx)
 	l.conn = nil
 	if err != nil {
