@@ -255,7 +255,24 @@ type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 
 // commitBatchChecked writes the states, records and events of b in one
 // transaction, after check (nil: every row is written).
+//
+// On SQLite the statements run under ctx without its cancellation:
+// mattn/go-sqlite3 runs each statement given a cancellable context on a
+// goroutine of its own, to interrupt it when the context ends, which costs a
+// goroutine, a channel and two hand-offs per statement (a commit has about
+// ten) on the path of every poll. The commit checks ctx between its steps
+// instead and rolls back once ctx is done; a statement itself is short, and
+// one that waits for another process's write lock waits at most the busy
+// timeout. PostgreSQL's driver watches the context without a goroutine per
+// statement: there ctx is passed on as it is.
 func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
+	live := ctx
+	if s.dialect == dialectSQLite {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -282,10 +299,10 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 		return fmt.Errorf("upsert states: %w", err)
 	}
 	if len(records) == 0 {
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		return nil
+		return commitLive(live, tx)
+	}
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("append records: %w", err)
 	}
 
 	tails, err := s.packRecords(ctx, tx, records, keep)
@@ -313,6 +330,14 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 		if _, err := trim.ExecContext(ctx, t.key, t.name, t.key, t.name); err != nil {
 			return fmt.Errorf("history of %q: trim: %w", t.name, err)
 		}
+	}
+	return commitLive(live, tx)
+}
+
+// commitLive commits tx unless live is done (the caller then rolls back).
+func commitLive(live context.Context, tx *sql.Tx) error {
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
