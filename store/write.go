@@ -58,6 +58,8 @@ type writer struct {
 	// seal moves a source's tail to a block, clear empties the tail, and
 	// trim deletes the blocks older than the tail's keep_from.
 	seal, clear, trim *sql.Stmt
+	// anyCommand finds whether a command is pending (PendingCommands).
+	anyCommand *sql.Stmt
 }
 
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
@@ -111,6 +113,10 @@ func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) 
 		" AND source = " + bind(3)); err != nil {
 		return w, err
 	}
+	if w.anyCommand, err = prep("SELECT 1 FROM " + tableCommands + " WHERE done_at IS NULL AND status = " + bind(1) +
+		" LIMIT 1"); err != nil {
+		return w, err
+	}
 	w.trim, err = prep("DELETE FROM " + tableBlocks + where + " AND last_seq < (SELECT keep_from FROM " + tableTail +
 		" WHERE skey = " + bind(3) + " AND source = " + bind(4) + ")")
 	return w, err
@@ -151,7 +157,7 @@ func insertSQL(table, columns string, rows int, bind bindFunc) string {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim}) {
+	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim, w.anyCommand}) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -267,9 +273,7 @@ type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 // statement: there ctx is passed on as it is.
 func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
 	live := ctx
-	if s.dialect == dialectSQLite {
-		ctx = context.WithoutCancel(ctx)
-	}
+	ctx = s.stmtContext(ctx)
 	if err := live.Err(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -332,6 +336,16 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 		}
 	}
 	return commitLive(live, tx)
+}
+
+// stmtContext is the context the statements of the write path run under:
+// on SQLite ctx without its cancellation (see commitBatchChecked), on
+// PostgreSQL ctx.
+func (s *Store) stmtContext(ctx context.Context) context.Context {
+	if s.dialect == dialectSQLite {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // commitLive commits tx unless live is done (the caller then rolls back).
