@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -260,4 +261,61 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
 		t.Fatalf("stored c: PollsTotal %d, %v; want 2", got.PollsTotal, err)
 	}
+}
+
+// A change is committed flushDelay after its submission, not after the
+// flusher noticed it; once a commit wrote loadedBatch states or more (a
+// daemon under load) the next change waits loadedDelay, and the delay goes
+// back to flushDelay after a small commit. In a synctest bubble the commit
+// takes no time, so the instants are exact.
+func TestFlusherDelayFollowsLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); f.run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		// submitN submits the states of n sources and returns when they
+		// are committed, how long after the submission.
+		batch := 0
+		submitN := func(n int, gap time.Duration) time.Duration {
+			t.Helper()
+			start := time.Now()
+			var sls []*slot
+			var seqs []uint64
+			for i := range n {
+				sl := f.slot(fmt.Sprintf("b%d-s%03d", batch, i))
+				seqs = append(seqs, f.submit(sl, store.SourceState{Name: sl.name, PollsTotal: 1}, nil))
+				sls = append(sls, sl)
+				if i == 0 && gap > 0 {
+					time.Sleep(gap) // the others come later in the same window
+				}
+			}
+			batch++
+			for i, sl := range sls {
+				f.waitAt(ctx, sl, seqs[i])
+				if f.pending(sl, seqs[i]) {
+					t.Fatalf("%s: not committed", sl.name)
+				}
+			}
+			return time.Since(start)
+		}
+		for _, c := range []struct {
+			name string
+			n    int
+			gap  time.Duration
+			want time.Duration
+		}{
+			{"one state, idle", 1, 0, flushDelay},
+			{"a second change 30ms later shares the first one's commit", 2, 30 * time.Millisecond, flushDelay},
+			{"a big batch after small ones", loadedBatch, 0, flushDelay},
+			{"after a big batch", 1, 0, loadedDelay},
+			{"after a small batch again", 1, 0, flushDelay},
+		} {
+			if got := submitN(c.n, c.gap); got != c.want {
+				t.Errorf("%s: committed %v after the first submission, want %v", c.name, got, c.want)
+			}
+		}
+	})
 }
