@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -60,6 +61,11 @@ type writer struct {
 	seal, clear, trim *sql.Stmt
 	// anyCommand finds whether a command is pending (PendingCommands).
 	anyCommand *sql.Stmt
+	// packs holds *packBuf, packRecords's buffers.
+	packs sync.Pool
+	// vals holds *[]any, execRows's slices of bind values (a pool: commits
+	// of a PostgreSQL store may run concurrently).
+	vals sync.Pool
 }
 
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
@@ -166,9 +172,20 @@ func (w *writer) close() error {
 }
 
 // execRows runs, within tx, the statements of stmts that together write n
-// rows; args appends the values of row i.
-func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int, args func(i int, dst []any) []any) error {
-	var vals []any
+// rows; args appends the values of row i. The slice of values is w's, reused
+// from commit to commit (it is 64 rows' worth: 1,664 values, 26 KiB, which
+// a commit used to allocate, growing it, for each of its tables).
+func (w *writer) execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int, args func(i int, dst []any) []any) error {
+	buf, _ := w.vals.Get().(*[]any)
+	if buf == nil {
+		buf = new([]any)
+	}
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // no references to a batch's strings kept
+		w.vals.Put(buf)
+	}()
+	vals := *buf
+	defer func() { *buf = vals[:0] }()
 	for i := 0; i < n; {
 		k := rowSizes - 1
 		for 1<<k > n-i {
@@ -297,7 +314,7 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 	if err := s.insertEvents(ctx, tx, b.events); err != nil {
 		return err
 	}
-	if err := execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
+	if err := s.w.execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
 		return stateArgs(&sts[i], dst)
 	}); err != nil {
 		return fmt.Errorf("upsert states: %w", err)
@@ -309,11 +326,13 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 		return fmt.Errorf("append records: %w", err)
 	}
 
-	tails, err := s.packRecords(ctx, tx, records, keep)
+	pack := s.w.getPack()
+	defer s.w.putPack(pack)
+	tails, err := s.packRecords(ctx, tx, pack, records, keep)
 	if err != nil {
 		return err
 	}
-	if err := execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
+	if err := s.w.execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
 		t := &tails[i]
 		return append(dst, t.key, t.name, t.data, t.last, t.keepFrom)
 	}); err != nil {
@@ -359,12 +378,48 @@ func commitLive(live context.Context, tx *sql.Tx) error {
 	return nil
 }
 
+// packBuf holds what packRecords builds for one commit: the tail rows, the
+// index of a source's row, and one arena for the packed records of every
+// source. A commit takes one from writer.packs and puts it back when done,
+// so that a daemon's commits reuse them instead of allocating a row, a map
+// entry and a growing byte slice per source and commit.
+type packBuf struct {
+	tails []tailRow
+	index map[string]int
+	arena []byte
+}
+
+// maxPackRows and maxPackArena bound what a packBuf keeps after its commit:
+// a commit after an outage may carry keep records per source.
+const (
+	maxPackRows  = 4 * 2000
+	maxPackArena = 1 << 20
+)
+
+func (w *writer) getPack() *packBuf {
+	if p, _ := w.packs.Get().(*packBuf); p != nil {
+		return p
+	}
+	return &packBuf{index: map[string]int{}}
+}
+
+// putPack returns p to the pool, dropping its references to the batch.
+func (w *writer) putPack(p *packBuf) {
+	if cap(p.tails) > maxPackRows || cap(p.arena) > maxPackArena {
+		return
+	}
+	clear(p.tails)
+	p.tails, p.arena = p.tails[:0], p.arena[:0]
+	clear(p.index)
+	w.packs.Put(p)
+}
+
 // packRecords groups records by source, numbers those without a Seq after
 // the source's newest (read once per source, within tx), and returns one
-// tail row per source in the order of the table.
-func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecord, keep int) ([]tailRow, error) {
-	tails := make([]tailRow, 0, len(records))
-	index := make(map[string]int, len(records))
+// tail row per source in the order of the table, built in p.
+func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records []PollRecord, keep int) ([]tailRow, error) {
+	tails := slices.Grow(p.tails[:0], len(records))
+	index := p.index
 	block := blockSize(keep)
 	var lastSeq *sql.Stmt
 	for i := range records {
@@ -384,6 +439,7 @@ func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecor
 				}
 				var stored int64
 				if err := lastSeq.QueryRowContext(ctx, t.key, t.name).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					p.tails = tails
 					return nil, fmt.Errorf("newest record of %q: %w", t.name, err)
 				}
 				t.last, t.read = max(t.last, stored), true
@@ -392,8 +448,9 @@ func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecor
 		}
 		t.last = max(t.last, seq)
 		t.seal = t.seal || seq%block == 0
-		t.data = appendRecord(t.data, r, seq)
+		t.data = p.appendTo(t.data, r, seq)
 	}
+	p.tails = tails
 	for i := range tails {
 		if keep > 0 {
 			tails[i].keepFrom = max(tails[i].last-int64(keep)+1, 0)
@@ -406,6 +463,21 @@ func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecor
 		return strings.Compare(a.name, b.name)
 	})
 	return tails, nil
+}
+
+// appendTo appends record r, numbered seq, to data, a source's packed
+// records of this batch, and returns it. A source's first record, and the
+// next ones while no other source's came between, go to the end of the
+// arena; otherwise data is copied out of it (its capacity ends at its
+// length, so an append never writes over a neighbour's bytes). A slice
+// keeps the arena's old array alive when the arena grows.
+func (p *packBuf) appendTo(data []byte, r *PollRecord, seq int64) []byte {
+	if len(data) > 0 && (len(p.arena) == 0 || &data[len(data)-1] != &p.arena[len(p.arena)-1]) {
+		return appendRecord(data, r, seq)
+	}
+	a := len(p.arena) - len(data)
+	p.arena = appendRecord(p.arena, r, seq)
+	return p.arena[a:len(p.arena):len(p.arena)]
 }
 
 // stateRow is a state with its row key (skey of its name), computed once.
