@@ -206,11 +206,11 @@ func (w *writer) execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql
 // stateArgs appends a row's key, then its state's values in stateColumns
 // order.
 func stateArgs(row *stateRow, dst []any) []any {
-	st := &row.st
+	st := row.st
 	return append(dst, row.key, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
-		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt),
+		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, row.updated,
 		microsPtr(st.LastErrorAt), nullString(st.ETag), nullString(st.LastModified), nullString(st.Digest),
 		microsPtr(st.LastChangedAt), st.ChangesTotal)
 }
@@ -480,37 +480,45 @@ func (p *packBuf) appendTo(data []byte, r *PollRecord, seq int64) []byte {
 	return p.arena[a:len(p.arena):len(p.arena)]
 }
 
-// stateRow is a state with its row key (skey of its name), computed once.
+// stateRow is a state of a batch with its row key (skey of its name),
+// computed once, and the commit's time, which is written as its UpdatedAt
+// (the batch's states are not modified, nor copied).
 type stateRow struct {
-	key int64
-	st  SourceState
+	key     int64
+	updated int64 // micros of the commit time
+	st      *SourceState
 }
 
 // prepareStates returns the rows to write, one per name (the last one wins:
 // PostgreSQL refuses an upsert that touches a row twice), in the order of
 // the table, with UpdatedAt set to ts. Times need no normalising: they are
-// stored as microseconds since the epoch, whatever their zone.
+// stored as microseconds since the epoch, whatever their zone. The rows
+// point into in. Duplicates are found by the sort (stable, so that the
+// last of equal names is the one kept) rather than a map of the names.
 func prepareStates(in []SourceState, ts time.Time) ([]stateRow, error) {
-	out := make([]stateRow, 0, len(in))
-	index := make(map[string]int, len(in))
+	out := make([]stateRow, len(in))
+	updated := micros(ts)
 	for i := range in {
-		st := in[i]
+		st := &in[i]
 		if st.Name == "" {
 			return nil, fmt.Errorf("state #%d has no name", i)
 		}
-		st.UpdatedAt = ts
-		if j, ok := index[st.Name]; ok {
-			out[j].st = st
-			continue
-		}
-		index[st.Name] = len(out)
-		out = append(out, stateRow{key: skey(st.Name), st: st})
+		out[i] = stateRow{key: skey(st.Name), updated: updated, st: st}
 	}
-	slices.SortFunc(out, func(a, b stateRow) int {
+	slices.SortStableFunc(out, func(a, b stateRow) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
 		}
 		return strings.Compare(a.st.Name, b.st.Name)
 	})
-	return out, nil
+	// Keep the last row of each run of equal names.
+	n := 0
+	for i := range out {
+		if i+1 < len(out) && out[i+1].key == out[i].key && out[i+1].st.Name == out[i].st.Name {
+			continue
+		}
+		out[n] = out[i]
+		n++
+	}
+	return out[:n], nil
 }
