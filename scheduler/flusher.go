@@ -28,6 +28,9 @@ const flushDelay = 50 * time.Millisecond
 // costs one commit whatever the delay, and an operator's command or a
 // source's next poll waits for it. The load falls back below loadedBatch
 // only at a third of the rate that raised it, so the delay does not flap.
+// A poll due while its source's state waits for the commit (a source polled
+// more often than loadedDelay), or an operator's command waiting for one,
+// hurries the commit back to flushDelay (see flusher.pending).
 const (
 	loadedDelay = 150 * time.Millisecond
 	loadedBatch = 64
@@ -84,6 +87,9 @@ type flusher struct {
 	droppedEvents int
 	changed       chan struct{} // closed and replaced after every commit attempt
 	kick          chan struct{}
+	// hurry tells run that a poll (or an operator's command) waits for a
+	// pending state: the commit then waits flushDelay, not loadedDelay.
+	hurry chan struct{}
 
 	// Buffers of flush, reused from one commit to the next.
 	bufTaken   []write
@@ -128,6 +134,7 @@ func newFlusher(st Store, log *slog.Logger, clock Clock, m *metrics, keep func()
 		delay:   flushDelay,
 		changed: make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		hurry:   make(chan struct{}, 1),
 	}
 }
 
@@ -213,10 +220,28 @@ func (f *flusher) err() error {
 
 // pending reports whether the state submitted on sl as seq is not yet
 // committed while the store is healthy (a poll should then wait for it).
+//
+// A source found pending hurries the next commit: under load a change waits
+// loadedDelay for company, which would hold back a source polled more often
+// than that (a schedule of "@every 100ms") if nothing cut it short.
 func (f *flusher) pending(sl *slot, seq uint64) bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return sl.saved < seq && f.lastErr == nil
+	p := sl.saved < seq && f.lastErr == nil
+	queued := sl.pend >= 0
+	f.mu.Unlock()
+	if p && queued {
+		f.hurryUp()
+	}
+	return p
+}
+
+// hurryUp asks run to commit what is pending at flushDelay after the oldest
+// change instead of loadedDelay.
+func (f *flusher) hurryUp() {
+	select {
+	case f.hurry <- struct{}{}:
+	default:
+	}
 }
 
 // waitSaved blocks until the state of name submitted as seq (or later) is
@@ -236,10 +261,14 @@ func (f *flusher) waitAt(ctx context.Context, sl *slot, seq uint64) {
 	for {
 		f.mu.Lock()
 		done := sl.saved >= seq || f.lastErr != nil
+		queued := sl.pend >= 0
 		ch := f.changed
 		f.mu.Unlock()
 		if done {
 			return
+		}
+		if queued {
+			f.hurryUp()
 		}
 		select {
 		case <-ch:
@@ -276,7 +305,7 @@ func (f *flusher) run(ctx context.Context) {
 			return
 		case <-f.kick:
 		}
-		if d := f.wait(); d > 0 && !sleep(ctx, f.clock, d) {
+		if !f.pause(ctx) {
 			return
 		}
 		err := f.flushAll(ctx)
@@ -296,16 +325,54 @@ func (f *flusher) run(ctx context.Context) {
 	}
 }
 
+// pause waits until the oldest pending change is the current delay old, or
+// flushDelay old once a waiter hurries the commit; it reports false if ctx
+// ended first.
+func (f *flusher) pause(ctx context.Context) bool {
+	select {
+	case <-f.hurry: // a waiter came during the last commit
+		return f.pauseFor(ctx, flushDelay, nil)
+	default:
+	}
+	return f.pauseFor(ctx, f.current(), f.hurry)
+}
+
+// pauseFor waits until the oldest pending change is delay old, or ctx is
+// done (false); a signal on hurry shortens delay to flushDelay.
+func (f *flusher) pauseFor(ctx context.Context, delay time.Duration, hurry <-chan struct{}) bool {
+	d := f.wait(delay)
+	if d <= 0 {
+		return true
+	}
+	t := f.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	case <-hurry:
+		t.Stop()
+		return f.pauseFor(ctx, flushDelay, nil)
+	}
+}
+
+// current is the delay after the last commit's size.
+func (f *flusher) current() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.delay
+}
+
 // wait returns how long the next commit waits: until the oldest pending
-// change is the current delay old (0 if it is already, or if nothing is
-// pending).
-func (f *flusher) wait() time.Duration {
+// change is delay old (0 if it is already, or if nothing is pending).
+func (f *flusher) wait(delay time.Duration) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.head == len(f.queue) {
 		return 0
 	}
-	return f.queue[f.head].at.Add(f.delay).Sub(f.clock.Now())
+	return f.queue[f.head].at.Add(delay).Sub(f.clock.Now())
 }
 
 // flushAll commits everything pending, maxBatch states per transaction,

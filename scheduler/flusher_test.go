@@ -266,8 +266,9 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 // A change is committed flushDelay after its submission, not after the
 // flusher noticed it; once a commit wrote loadedBatch states or more (a
 // daemon under load) the next change waits loadedDelay, and the delay goes
-// back to flushDelay after a small commit. In a synctest bubble the commit
-// takes no time, so the instants are exact.
+// back to flushDelay after a small commit, or when a poll (waitAt) waits for
+// the pending state. In a synctest bubble the commit takes no time, so the
+// instants are exact.
 func TestFlusherDelayFollowsLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
@@ -276,10 +277,24 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 		go func() { defer close(done); f.run(ctx) }()
 		defer func() { cancel(); <-done }()
 
+		// quiet waits for the commit of seq on sl as an observer that
+		// does not hurry it (waitAt does).
+		quiet := func(sl *slot, seq uint64) {
+			for {
+				f.mu.Lock()
+				done, ch := sl.saved >= seq, f.changed
+				f.mu.Unlock()
+				if done {
+					return
+				}
+				<-ch
+			}
+		}
 		// submitN submits the states of n sources and returns when they
-		// are committed, how long after the submission.
+		// are committed, how long after the submission; a waiter waits
+		// for them as a poll does.
 		batch := 0
-		submitN := func(n int, gap time.Duration) time.Duration {
+		submitN := func(n int, gap time.Duration, waiter bool) time.Duration {
 			t.Helper()
 			start := time.Now()
 			var sls []*slot
@@ -294,7 +309,11 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 			}
 			batch++
 			for i, sl := range sls {
-				f.waitAt(ctx, sl, seqs[i])
+				if waiter {
+					f.waitAt(ctx, sl, seqs[i])
+				} else {
+					quiet(sl, seqs[i])
+				}
 				if f.pending(sl, seqs[i]) {
 					t.Fatalf("%s: not committed", sl.name)
 				}
@@ -302,18 +321,23 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 			return time.Since(start)
 		}
 		for _, c := range []struct {
-			name string
-			n    int
-			gap  time.Duration
-			want time.Duration
+			name   string
+			n      int
+			gap    time.Duration
+			waiter bool
+			want   time.Duration
 		}{
-			{"one state, idle", 1, 0, flushDelay},
-			{"a second change 30ms later shares the first one's commit", 2, 30 * time.Millisecond, flushDelay},
-			{"a big batch after small ones", loadedBatch, 0, flushDelay},
-			{"after a big batch", 1, 0, loadedDelay},
-			{"after a small batch again", 1, 0, flushDelay},
+			{"one state, idle", 1, 0, false, flushDelay},
+			{"a second change 30ms later shares the first one's commit", 2, 30 * time.Millisecond, false, flushDelay},
+			{"a big batch after small ones", loadedBatch, 0, false, flushDelay},
+			{"after a big batch", 1, 0, false, loadedDelay},
+			{"after a small batch again", 1, 0, false, flushDelay},
+			{"a big batch again", loadedBatch, 0, false, flushDelay},
+			{"after a big batch, a poll waits for it", 1, 0, true, flushDelay},
+			{"a big batch, a poll waits for it", loadedBatch, 0, true, flushDelay},
+			{"after a big batch, nobody waits", 1, 0, false, loadedDelay},
 		} {
-			if got := submitN(c.n, c.gap); got != c.want {
+			if got := submitN(c.n, c.gap, c.waiter); got != c.want {
 				t.Errorf("%s: committed %v after the first submission, want %v", c.name, got, c.want)
 			}
 		}
