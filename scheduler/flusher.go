@@ -23,7 +23,9 @@ const flushDelay = 50 * time.Millisecond
 // fixed cost of a commit (begin, a statement per table and row-count step,
 // the WAL's commit frame, two wake-ups) is then shared by three times the
 // states. It leaves 100 ms of rule 3.8's 250 ms for the commit, which at
-// that load writes ~250 states in a few milliseconds. A lighter load (a
+// that load writes ~250 states in a few milliseconds; at higher rates the
+// delay shrinks so that delay and commit stay within loadedBudget (see
+// adapt). A lighter load (a
 // daemon of a few sources, the tests) keeps flushDelay: each change there
 // costs one commit whatever the delay, and an operator's command or a
 // source's next poll waits for it. The load falls back below loadedBatch
@@ -32,8 +34,9 @@ const flushDelay = 50 * time.Millisecond
 // more often than loadedDelay), or an operator's command waiting for one,
 // hurries the commit back to flushDelay (see flusher.pending).
 const (
-	loadedDelay = 150 * time.Millisecond
-	loadedBatch = 64
+	loadedDelay  = 150 * time.Millisecond
+	loadedBatch  = 64
+	loadedBudget = 150 * time.Millisecond
 )
 
 // maxBatch bounds the states of one commit. A backlog (a store that was
@@ -357,6 +360,24 @@ func (f *flusher) pauseFor(ctx context.Context, delay time.Duration, hurry <-cha
 	}
 }
 
+// adapt sets the delay of the next commit after this one, of n states,
+// which took took (more: a backlog is left). A small commit, or a backlog,
+// gets flushDelay. A large one gets the longest delay in [flushDelay,
+// loadedDelay] whose commit, expected to take took scaled by the ratio of
+// the delays (it gathers that many more states), still ends within
+// loadedBudget of its oldest change: rule 3.8's 250 ms with 100 ms to
+// spare, however fast the states come.
+func (f *flusher) adapt(n int, more bool, took time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n < loadedBatch || more {
+		f.delay = flushDelay
+		return
+	}
+	next := time.Duration(float64(loadedBudget) / (1 + took.Seconds()/f.delay.Seconds()))
+	f.delay = min(max(next, flushDelay), loadedDelay)
+}
+
 // current is the delay after the last commit's size.
 func (f *flusher) current() time.Duration {
 	f.mu.Lock()
@@ -404,7 +425,9 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	} else {
 		err = f.st.Commit(ctx, b, f.keep())
 	}
-	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
+	took := f.clock.Now().Sub(began)
+	f.m.storeCommit.Observe(took.Seconds())
+	f.adapt(len(taken), more || err != nil, took)
 	if n := f.settle(taken, len(states), len(records), err); n > 0 && f.onDropEvents != nil {
 		f.onDropEvents(n)
 	}
@@ -438,10 +461,6 @@ func (f *flusher) take() (taken []write, states []store.SourceState, records []s
 	n := min(len(f.queue)-f.head, maxBatch)
 	if n == 0 {
 		return nil, nil, nil, false
-	}
-	f.delay = flushDelay
-	if n >= loadedBatch {
-		f.delay = loadedDelay
 	}
 	taken = slices.Grow(f.bufTaken[:0], n)[:n]
 	copy(taken, f.queue[f.head:f.head+n])

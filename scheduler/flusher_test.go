@@ -343,3 +343,39 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 		}
 	})
 }
+
+// adapt keeps a large commit's delay plus its expected duration (the last
+// commit's, scaled by the ratio of the delays) within loadedBudget, between
+// flushDelay and loadedDelay; small commits and backlogs get flushDelay.
+func TestFlusherAdapt(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		delay     time.Duration // of the commit that just ended
+		n         int
+		more      bool
+		took      time.Duration
+		wantDelay time.Duration
+	}{
+		{"small commit", loadedDelay, loadedBatch - 1, false, 0, flushDelay},
+		{"backlog left", loadedDelay, maxBatch, true, time.Millisecond, flushDelay},
+		{"large and instant", flushDelay, loadedBatch, false, 0, loadedDelay},
+		{"large, 5ms after 50ms", flushDelay, 500, false, 5 * time.Millisecond, 136363636},
+		{"large, as long as its delay", loadedDelay, 1500, false, loadedDelay, 75 * time.Millisecond},
+		{"large and slow", loadedDelay, 1500, false, 300 * time.Millisecond, flushDelay},
+	} {
+		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
+		f.delay = c.delay
+		f.adapt(c.n, c.more, c.took)
+		if got := f.current(); got != c.wantDelay {
+			t.Errorf("%s: delay %v, want %v", c.name, got, c.wantDelay)
+		}
+		if c.n >= loadedBatch && !c.more {
+			// The expected end of the next commit stays within the budget
+			// whenever the delay is not at its floor.
+			next := f.current()
+			if end := next + time.Duration(float64(c.took)*next.Seconds()/c.delay.Seconds()); next > flushDelay && end > loadedBudget+time.Millisecond {
+				t.Errorf("%s: next commit expected to end %v after its oldest change, over %v", c.name, end, loadedBudget)
+			}
+		}
+	}
+}
