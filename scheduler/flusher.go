@@ -11,11 +11,6 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// flushDelay is how long the flusher gathers changes before a commit, so
-// that many sources' writes share one transaction. With the commit itself
-// this keeps rule 3.8's 250 ms.
-const flushDelay = 50 * time.Millisecond
-
 // maxBatch bounds the states of one commit. A backlog (a store that was
 // failing, a burst of first states at start-up) is then written as a train
 // of short transactions instead of one that grows with the backlog: each
@@ -55,15 +50,21 @@ type flusher struct {
 	slots map[string]*slot
 	// queue holds the writes not yet taken by a commit, oldest first,
 	// from index head on; a slot has at most one (its latest state).
-	queue   []write
-	head    int
-	next    uint64
+	queue []write
+	head  int
+	next  uint64
+	// delay is the current flushDelay or loadedDelay, after the size of
+	// the last commit (flush sets it; run reads it).
+	delay   time.Duration
 	lastErr error
 	// droppedEvents counts the events dropped since the last successful
 	// commit (logged once when dropping starts and once when it ends).
 	droppedEvents int
 	changed       chan struct{} // closed and replaced after every commit attempt
 	kick          chan struct{}
+	// hurry tells run that a poll (or an operator's command) waits for a
+	// pending state: the commit then waits flushDelay, not loadedDelay.
+	hurry chan struct{}
 
 	// Buffers of flush, reused from one commit to the next.
 	bufTaken   []write
@@ -94,6 +95,7 @@ type slot struct {
 // waiting for a commit.
 type write struct {
 	sl   *slot
+	at   time.Time // the submission that queued it (its first pending change)
 	seq  uint64
 	st   store.SourceState
 	recs []store.PollRecord
@@ -104,8 +106,10 @@ func newFlusher(st Store, log *slog.Logger, clock Clock, m *metrics, keep func()
 	return &flusher{
 		st: st, log: log, clock: clock, m: m, keep: keep,
 		slots:   map[string]*slot{},
+		delay:   flushDelay,
 		changed: make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		hurry:   make(chan struct{}, 1),
 	}
 }
 
@@ -152,7 +156,7 @@ func (f *flusher) submit(sl *slot, st store.SourceState, rec *store.PollRecord, 
 	seq := f.next
 	if sl.pend < 0 {
 		sl.pend = len(f.queue)
-		f.queue = append(f.queue, write{sl: sl})
+		f.queue = append(f.queue, write{sl: sl, at: f.clock.Now()})
 	}
 	w := &f.queue[sl.pend]
 	w.seq, w.st = seq, st
@@ -191,10 +195,19 @@ func (f *flusher) err() error {
 
 // pending reports whether the state submitted on sl as seq is not yet
 // committed while the store is healthy (a poll should then wait for it).
+//
+// A source found pending hurries the next commit: under load a change waits
+// loadedDelay for company, which would hold back a source polled more often
+// than that (a schedule of "@every 100ms") if nothing cut it short.
 func (f *flusher) pending(sl *slot, seq uint64) bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return sl.saved < seq && f.lastErr == nil
+	p := sl.saved < seq && f.lastErr == nil
+	queued := sl.pend >= 0
+	f.mu.Unlock()
+	if p && queued {
+		f.hurryUp()
+	}
+	return p
 }
 
 // waitSaved blocks until the state of name submitted as seq (or later) is
@@ -214,10 +227,14 @@ func (f *flusher) waitAt(ctx context.Context, sl *slot, seq uint64) {
 	for {
 		f.mu.Lock()
 		done := sl.saved >= seq || f.lastErr != nil
+		queued := sl.pend >= 0
 		ch := f.changed
 		f.mu.Unlock()
 		if done {
 			return
+		}
+		if queued {
+			f.hurryUp()
 		}
 		select {
 		case <-ch:
@@ -254,7 +271,7 @@ func (f *flusher) run(ctx context.Context) {
 			return
 		case <-f.kick:
 		}
-		if !sleep(ctx, f.clock, flushDelay) {
+		if !f.pause(ctx) {
 			return
 		}
 		err := f.flushAll(ctx)
@@ -303,7 +320,9 @@ func (f *flusher) flush(ctx context.Context) (more bool, err error) {
 	} else {
 		err = f.st.Commit(ctx, b, f.keep())
 	}
-	f.m.storeCommit.Observe(f.clock.Now().Sub(began).Seconds())
+	took := f.clock.Now().Sub(began)
+	f.m.storeCommit.Observe(took.Seconds())
+	f.adapt(len(taken), more || err != nil, took)
 	if n := f.settle(taken, len(states), len(records), err); n > 0 && f.onDropEvents != nil {
 		f.onDropEvents(n)
 	}

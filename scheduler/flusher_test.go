@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -259,5 +260,122 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	}
 	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
 		t.Fatalf("stored c: PollsTotal %d, %v; want 2", got.PollsTotal, err)
+	}
+}
+
+// A change is committed flushDelay after its submission, not after the
+// flusher noticed it; once a commit wrote loadedBatch states or more (a
+// daemon under load) the next change waits loadedDelay, and the delay goes
+// back to flushDelay after a small commit, or when a poll (waitAt) waits for
+// the pending state. In a synctest bubble the commit takes no time, so the
+// instants are exact.
+func TestFlusherDelayFollowsLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); f.run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		// quiet waits for the commit of seq on sl as an observer that
+		// does not hurry it (waitAt does).
+		quiet := func(sl *slot, seq uint64) {
+			for {
+				f.mu.Lock()
+				done, ch := sl.saved >= seq, f.changed
+				f.mu.Unlock()
+				if done {
+					return
+				}
+				<-ch
+			}
+		}
+		// submitN submits the states of n sources and returns when they
+		// are committed, how long after the submission; a waiter waits
+		// for them as a poll does.
+		batch := 0
+		submitN := func(n int, gap time.Duration, waiter bool) time.Duration {
+			t.Helper()
+			start := time.Now()
+			var sls []*slot
+			var seqs []uint64
+			for i := range n {
+				sl := f.slot(fmt.Sprintf("b%d-s%03d", batch, i))
+				seqs = append(seqs, f.submit(sl, store.SourceState{Name: sl.name, PollsTotal: 1}, nil))
+				sls = append(sls, sl)
+				if i == 0 && gap > 0 {
+					time.Sleep(gap) // the others come later in the same window
+				}
+			}
+			batch++
+			for i, sl := range sls {
+				if waiter {
+					f.waitAt(ctx, sl, seqs[i])
+				} else {
+					quiet(sl, seqs[i])
+				}
+				if f.pending(sl, seqs[i]) {
+					t.Fatalf("%s: not committed", sl.name)
+				}
+			}
+			return time.Since(start)
+		}
+		for _, c := range []struct {
+			name   string
+			n      int
+			gap    time.Duration
+			waiter bool
+			want   time.Duration
+		}{
+			{"one state, idle", 1, 0, false, flushDelay},
+			{"a second change 30ms later shares the first one's commit", 2, 30 * time.Millisecond, false, flushDelay},
+			{"a big batch after small ones", loadedBatch, 0, false, flushDelay},
+			{"after a big batch", 1, 0, false, loadedDelay},
+			{"after a small batch again", 1, 0, false, flushDelay},
+			{"a big batch again", loadedBatch, 0, false, flushDelay},
+			{"after a big batch, a poll waits for it", 1, 0, true, flushDelay},
+			{"a big batch, a poll waits for it", loadedBatch, 0, true, flushDelay},
+			{"after a big batch, nobody waits", 1, 0, false, loadedDelay},
+		} {
+			if got := submitN(c.n, c.gap, c.waiter); got != c.want {
+				t.Errorf("%s: committed %v after the first submission, want %v", c.name, got, c.want)
+			}
+		}
+	})
+}
+
+// adapt keeps a large commit's delay plus its expected duration (the last
+// commit's, scaled by the ratio of the delays) within loadedBudget, between
+// flushDelay and loadedDelay; small commits and backlogs get flushDelay.
+func TestFlusherAdapt(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		delay     time.Duration // of the commit that just ended
+		n         int
+		more      bool
+		took      time.Duration
+		wantDelay time.Duration
+	}{
+		{"small commit", loadedDelay, loadedBatch - 1, false, 0, flushDelay},
+		{"backlog left", loadedDelay, maxBatch, true, time.Millisecond, flushDelay},
+		{"large and instant", flushDelay, loadedBatch, false, 0, loadedDelay},
+		{"large, 5ms after 50ms", flushDelay, 500, false, 5 * time.Millisecond, 136363636},
+		{"large, as long as its delay", loadedDelay, 1500, false, loadedDelay, 75 * time.Millisecond},
+		{"large and slow", loadedDelay, 1500, false, 300 * time.Millisecond, flushDelay},
+	} {
+		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
+		f.delay = c.delay
+		f.adapt(c.n, c.more, c.took)
+		if got := f.current(); got != c.wantDelay {
+			t.Errorf("%s: delay %v, want %v", c.name, got, c.wantDelay)
+		}
+		if c.n >= loadedBatch && !c.more {
+			// The expected end of the next commit stays within the budget
+			// whenever the delay is not at its floor.
+			next := f.current()
+			if end := next + time.Duration(float64(c.took)*next.Seconds()/c.delay.Seconds()); next > flushDelay && end > loadedBudget+time.Millisecond {
+				t.Errorf("%s: next commit expected to end %v after its oldest change, over %v", c.name, end, loadedBudget)
+			}
+		}
 	}
 }

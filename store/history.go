@@ -1,10 +1,15 @@
 package store
 
 import (
+	"cmp"
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Poll history is stored in blocks of records packed into a blob, not one
@@ -289,4 +294,106 @@ func decodeBlob(source string, b []byte) ([]PollRecord, error) {
 		return nil, fmt.Errorf("%w (after %d records)", d.err, len(out))
 	}
 	return out, nil
+}
+
+// packBuf holds what packRecords builds for one commit: the tail rows, the
+// index of a source's row, and one arena for the packed records of every
+// source. A commit takes one from writer.packs and puts it back when done,
+// so that a daemon's commits reuse them instead of allocating a row, a map
+// entry and a growing byte slice per source and commit.
+type packBuf struct {
+	tails []tailRow
+	index map[string]int
+	arena []byte
+}
+
+// maxPackRows and maxPackArena bound what a packBuf keeps after its commit:
+// a commit after an outage may carry keep records per source.
+const (
+	maxPackRows  = 4 * 2000
+	maxPackArena = 1 << 20
+)
+
+func (w *writer) getPack() *packBuf {
+	if p, _ := w.packs.Get().(*packBuf); p != nil {
+		return p
+	}
+	return &packBuf{index: map[string]int{}}
+}
+
+// putPack returns p to the pool, dropping its references to the batch.
+func (w *writer) putPack(p *packBuf) {
+	if cap(p.tails) > maxPackRows || cap(p.arena) > maxPackArena {
+		return
+	}
+	clear(p.tails)
+	p.tails, p.arena = p.tails[:0], p.arena[:0]
+	clear(p.index)
+	w.packs.Put(p)
+}
+
+// packRecords groups records by source, numbers those without a Seq after
+// the source's newest (read once per source, within tx), and returns one
+// tail row per source in the order of the table, built in p.
+func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records []PollRecord, keep int) ([]tailRow, error) {
+	tails := slices.Grow(p.tails[:0], len(records))
+	index := p.index
+	block := blockSize(keep)
+	var lastSeq *sql.Stmt
+	for i := range records {
+		r := &records[i]
+		j, ok := index[r.Source]
+		if !ok {
+			j = len(tails)
+			index[r.Source] = j
+			tails = append(tails, tailRow{key: skey(r.Source), name: r.Source, keepFrom: -1})
+		}
+		t := &tails[j]
+		seq := r.Seq
+		if seq <= 0 {
+			if !t.read {
+				if lastSeq == nil {
+					lastSeq = tx.StmtContext(ctx, s.w.lastSeq)
+				}
+				var stored int64
+				if err := lastSeq.QueryRowContext(ctx, t.key, t.name).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					p.tails = tails
+					return nil, fmt.Errorf("newest record of %q: %w", t.name, err)
+				}
+				t.last, t.read = max(t.last, stored), true
+			}
+			seq = t.last + 1
+		}
+		t.last = max(t.last, seq)
+		t.seal = t.seal || seq%block == 0
+		t.data = p.appendTo(t.data, r, seq)
+	}
+	p.tails = tails
+	for i := range tails {
+		if keep > 0 {
+			tails[i].keepFrom = max(tails[i].last-int64(keep)+1, 0)
+		}
+	}
+	slices.SortFunc(tails, func(a, b tailRow) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return tails, nil
+}
+
+// appendTo appends record r, numbered seq, to data, a source's packed
+// records of this batch, and returns it. A source's first record, and the
+// next ones while no other source's came between, go to the end of the
+// arena; otherwise data is copied out of it (its capacity ends at its
+// length, so an append never writes over a neighbour's bytes). A slice
+// keeps the arena's old array alive when the arena grows.
+func (p *packBuf) appendTo(data []byte, r *PollRecord, seq int64) []byte {
+	if len(data) > 0 && (len(p.arena) == 0 || &data[len(data)-1] != &p.arena[len(p.arena)-1]) {
+		return appendRecord(data, r, seq)
+	}
+	a := len(p.arena) - len(data)
+	p.arena = appendRecord(p.arena, r, seq)
+	return p.arena[a:len(p.arena):len(p.arena)]
 }

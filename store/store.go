@@ -307,8 +307,20 @@ func (s *Store) EnqueueCommand(ctx context.Context, c *Command) error {
 // PendingCommands returns the commands neither claimed nor done, oldest
 // first, at most MaxPendingCommands of them. The daemon applies one only
 // after ClaimCommand succeeds on it.
+//
+// The daemon asks every 250 ms and there is almost never one: a prepared
+// look-up of the index on done_at answers that first, and gorm's query
+// (its statement built and parsed anew each time, ~0.2 % of a core at
+// that rate) runs only when there is one.
 func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	out := make([]Command, 0)
+	var one int
+	switch err := s.w.anyCommand.QueryRowContext(s.stmtContext(ctx), CommandPending).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return out, nil
+	case err != nil:
+		return nil, fmt.Errorf("store: pending commands: %w", err)
+	}
 	err := s.db.WithContext(ctx).
 		Where("done_at IS NULL AND status = ?", CommandPending).
 		Order("id").

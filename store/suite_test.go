@@ -479,6 +479,15 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 	if err != nil || len(all) != 5 {
 		t.Fatalf("History(a, 100) = %d records, %v; want all 5", len(all), err)
 	}
+	// The records of a commit are packed side by side: a's after other's
+	// must neither have taken other's bytes nor overwritten them.
+	if want := stored(base().Add(1 * time.Minute)); !all[4].StartedAt.Equal(want) {
+		t.Errorf("a's oldest record started at %v, want %v", all[4].StartedAt, want)
+	}
+	if o, err := s.History(t.Context(), "other", 100); err != nil || len(o) != 1 ||
+		!o[0].StartedAt.Equal(stored(base().Add(10*time.Minute))) || o[0].Outcome != store.OutcomeSuccess {
+		t.Fatalf("History(other) = %+v, %v; want its one record", o, err)
+	}
 	for i, r := range all {
 		if r.Seq != int64(5-i) {
 			t.Errorf("record %d has Seq %d, want %d", i, r.Seq, 5-i)

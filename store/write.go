@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -58,6 +59,13 @@ type writer struct {
 	// seal moves a source's tail to a block, clear empties the tail, and
 	// trim deletes the blocks older than the tail's keep_from.
 	seal, clear, trim *sql.Stmt
+	// anyCommand finds whether a command is pending (PendingCommands).
+	anyCommand *sql.Stmt
+	// packs holds *packBuf, packRecords's buffers.
+	packs sync.Pool
+	// vals holds *[]any, execRows's slices of bind values (a pool: commits
+	// of a PostgreSQL store may run concurrently).
+	vals sync.Pool
 }
 
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
@@ -111,6 +119,10 @@ func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) 
 		" AND source = " + bind(3)); err != nil {
 		return w, err
 	}
+	if w.anyCommand, err = prep("SELECT 1 FROM " + tableCommands + " WHERE done_at IS NULL AND status = " + bind(1) +
+		" LIMIT 1"); err != nil {
+		return w, err
+	}
 	w.trim, err = prep("DELETE FROM " + tableBlocks + where + " AND last_seq < (SELECT keep_from FROM " + tableTail +
 		" WHERE skey = " + bind(3) + " AND source = " + bind(4) + ")")
 	return w, err
@@ -151,7 +163,7 @@ func insertSQL(table, columns string, rows int, bind bindFunc) string {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim}) {
+	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim, w.anyCommand}) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -160,9 +172,20 @@ func (w *writer) close() error {
 }
 
 // execRows runs, within tx, the statements of stmts that together write n
-// rows; args appends the values of row i.
-func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int, args func(i int, dst []any) []any) error {
-	var vals []any
+// rows; args appends the values of row i. The slice of values is w's, reused
+// from commit to commit (it is 64 rows' worth: 1,664 values, 26 KiB, which
+// a commit used to allocate, growing it, for each of its tables).
+func (w *writer) execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int, args func(i int, dst []any) []any) error {
+	buf, _ := w.vals.Get().(*[]any)
+	if buf == nil {
+		buf = new([]any)
+	}
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // no references to a batch's strings kept
+		w.vals.Put(buf)
+	}()
+	vals := *buf
+	defer func() { *buf = vals[:0] }()
 	for i := 0; i < n; {
 		k := rowSizes - 1
 		for 1<<k > n-i {
@@ -183,11 +206,11 @@ func execRows(ctx context.Context, tx *sql.Tx, stmts *[rowSizes]*sql.Stmt, n int
 // stateArgs appends a row's key, then its state's values in stateColumns
 // order.
 func stateArgs(row *stateRow, dst []any) []any {
-	st := &row.st
+	st := row.st
 	return append(dst, row.key, st.Name, st.Fingerprint, st.ConsecutiveFailures, st.ConsecutiveThrottles,
 		microsPtr(st.NextRunAt), microsPtr(st.LastRunAt), microsPtr(st.LastSuccessAt), st.LastError,
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
-		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, micros(st.UpdatedAt),
+		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, row.updated,
 		microsPtr(st.LastErrorAt), nullString(st.ETag), nullString(st.LastModified), nullString(st.Digest),
 		microsPtr(st.LastChangedAt), st.ChangesTotal)
 }
@@ -255,7 +278,22 @@ type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 
 // commitBatchChecked writes the states, records and events of b in one
 // transaction, after check (nil: every row is written).
+//
+// On SQLite the statements run under ctx without its cancellation:
+// mattn/go-sqlite3 runs each statement given a cancellable context on a
+// goroutine of its own, to interrupt it when the context ends, which costs a
+// goroutine, a channel and two hand-offs per statement (a commit has about
+// ten) on the path of every poll. The commit checks ctx between its steps
+// instead and rolls back once ctx is done; a statement itself is short, and
+// one that waits for another process's write lock waits at most the busy
+// timeout. PostgreSQL's driver watches the context without a goroutine per
+// statement: there ctx is passed on as it is.
 func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
+	live := ctx
+	ctx = s.stmtContext(ctx)
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -276,23 +314,25 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 	if err := s.insertEvents(ctx, tx, b.events); err != nil {
 		return err
 	}
-	if err := execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
+	if err := s.w.execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
 		return stateArgs(&sts[i], dst)
 	}); err != nil {
 		return fmt.Errorf("upsert states: %w", err)
 	}
 	if len(records) == 0 {
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		return nil
+		return commitLive(live, tx)
+	}
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("append records: %w", err)
 	}
 
-	tails, err := s.packRecords(ctx, tx, records, keep)
+	pack := s.w.getPack()
+	defer s.w.putPack(pack)
+	tails, err := s.packRecords(ctx, tx, pack, records, keep)
 	if err != nil {
 		return err
 	}
-	if err := execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
+	if err := s.w.execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
 		t := &tails[i]
 		return append(dst, t.key, t.name, t.data, t.last, t.keepFrom)
 	}); err != nil {
@@ -314,92 +354,69 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 			return fmt.Errorf("history of %q: trim: %w", t.name, err)
 		}
 	}
+	return commitLive(live, tx)
+}
+
+// stmtContext is the context the statements of the write path run under:
+// on SQLite ctx without its cancellation (see commitBatchChecked), on
+// PostgreSQL ctx.
+func (s *Store) stmtContext(ctx context.Context) context.Context {
+	if s.dialect == dialectSQLite {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// commitLive commits tx unless live is done (the caller then rolls back).
+func commitLive(live context.Context, tx *sql.Tx) error {
+	if err := live.Err(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
-// packRecords groups records by source, numbers those without a Seq after
-// the source's newest (read once per source, within tx), and returns one
-// tail row per source in the order of the table.
-func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, records []PollRecord, keep int) ([]tailRow, error) {
-	tails := make([]tailRow, 0, len(records))
-	index := make(map[string]int, len(records))
-	block := blockSize(keep)
-	var lastSeq *sql.Stmt
-	for i := range records {
-		r := &records[i]
-		j, ok := index[r.Source]
-		if !ok {
-			j = len(tails)
-			index[r.Source] = j
-			tails = append(tails, tailRow{key: skey(r.Source), name: r.Source, keepFrom: -1})
-		}
-		t := &tails[j]
-		seq := r.Seq
-		if seq <= 0 {
-			if !t.read {
-				if lastSeq == nil {
-					lastSeq = tx.StmtContext(ctx, s.w.lastSeq)
-				}
-				var stored int64
-				if err := lastSeq.QueryRowContext(ctx, t.key, t.name).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return nil, fmt.Errorf("newest record of %q: %w", t.name, err)
-				}
-				t.last, t.read = max(t.last, stored), true
-			}
-			seq = t.last + 1
-		}
-		t.last = max(t.last, seq)
-		t.seal = t.seal || seq%block == 0
-		t.data = appendRecord(t.data, r, seq)
-	}
-	for i := range tails {
-		if keep > 0 {
-			tails[i].keepFrom = max(tails[i].last-int64(keep)+1, 0)
-		}
-	}
-	slices.SortFunc(tails, func(a, b tailRow) int {
-		if c := cmp.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return tails, nil
-}
-
-// stateRow is a state with its row key (skey of its name), computed once.
+// stateRow is a state of a batch with its row key (skey of its name),
+// computed once, and the commit's time, which is written as its UpdatedAt
+// (the batch's states are not modified, nor copied).
 type stateRow struct {
-	key int64
-	st  SourceState
+	key     int64
+	updated int64 // micros of the commit time
+	st      *SourceState
 }
 
 // prepareStates returns the rows to write, one per name (the last one wins:
 // PostgreSQL refuses an upsert that touches a row twice), in the order of
 // the table, with UpdatedAt set to ts. Times need no normalising: they are
-// stored as microseconds since the epoch, whatever their zone.
+// stored as microseconds since the epoch, whatever their zone. The rows
+// point into in. Duplicates are found by the sort (stable, so that the
+// last of equal names is the one kept) rather than a map of the names.
 func prepareStates(in []SourceState, ts time.Time) ([]stateRow, error) {
-	out := make([]stateRow, 0, len(in))
-	index := make(map[string]int, len(in))
+	out := make([]stateRow, len(in))
+	updated := micros(ts)
 	for i := range in {
-		st := in[i]
+		st := &in[i]
 		if st.Name == "" {
 			return nil, fmt.Errorf("state #%d has no name", i)
 		}
-		st.UpdatedAt = ts
-		if j, ok := index[st.Name]; ok {
-			out[j].st = st
-			continue
-		}
-		index[st.Name] = len(out)
-		out = append(out, stateRow{key: skey(st.Name), st: st})
+		out[i] = stateRow{key: skey(st.Name), updated: updated, st: st}
 	}
-	slices.SortFunc(out, func(a, b stateRow) int {
+	slices.SortStableFunc(out, func(a, b stateRow) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
 		}
 		return strings.Compare(a.st.Name, b.st.Name)
 	})
-	return out, nil
+	// Keep the last row of each run of equal names.
+	n := 0
+	for i := range out {
+		if i+1 < len(out) && out[i+1].key == out[i].key && out[i+1].st.Name == out[i].st.Name {
+			continue
+		}
+		out[n] = out[i]
+		n++
+	}
+	return out[:n], nil
 }
