@@ -408,7 +408,11 @@ sources:
 	if d := b5[4].Sub(b5[0]); d > 300*time.Millisecond {
 		t.Errorf("b5 {rate: 2/s, burst: 5}: the first 5 starts took %s; a full bucket of 5 lets them through at once", d.Round(time.Millisecond))
 	}
-	if d := b5[5].Sub(b5[0]); d < 350*time.Millisecond {
+	// A start is seen by the upstream up to ~250 ms after its token on a
+	// loaded machine (the wait for the source's previous commit, rule 3.8,
+	// and the trip), so the bounds below leave that much; a limiter that
+	// let one more through would show it at once (0 ms).
+	if d := b5[5].Sub(b5[0]); d < 200*time.Millisecond {
 		t.Errorf("b5 {rate: 2/s, burst: 5}: a 6th start %s after the first; the bucket holds 5", d.Round(time.Millisecond))
 	}
 	if span := b5[len(b5)-1].Sub(b5[0]); float64(len(b5)) > 5+2*span.Seconds()+1 {
@@ -433,7 +437,7 @@ sources:
 	}
 	perm := times("perm")
 	for i := 1; i < len(perm); i++ {
-		if gap := perm[i].Sub(perm[i-1]); gap < 1800*time.Millisecond {
+		if gap := perm[i].Sub(perm[i-1]); gap < 1500*time.Millisecond {
 			t.Errorf("perm {rate: 30/m}: two starts %s apart", gap.Round(time.Millisecond))
 		}
 	}
