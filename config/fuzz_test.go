@@ -49,7 +49,7 @@ const (
 var fuzzEnv = envMap(map[string]string{"A": fuzzSecret, "E": "", "N": "42", "D": "1s"})
 
 // topLevelKeys are the first segments of the paths that name a field.
-var topLevelKeys = []string{"store", "concurrency", "shutdown_timeout", "admin", "log", "history", "defaults", "limits", "sources"}
+var topLevelKeys = []string{"store", "concurrency", "shutdown_timeout", "admin", "log", "history", "defaults", "limits", "sources", "source_files", "cluster", "notify"}
 
 // checkProblems checks a rejection of file: a non-empty Problems whose
 // every Problem names where it is.
@@ -260,6 +260,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte("sources: [{name: a, type: http, url: \"https://x/${A}\", schedule: \"CRON_TZ=Asia/Tokyo * * * * *\"}]"))
 	f.Add([]byte("defaults: {backoff: {initial: 1s, max: 2s}}\nlimits: {g: {rate: 1.5/m}}"))
+	f.Add([]byte("notify: {on: [error, open], webhook: {url: \"http://h/${A}\", headers: {K: v}}, timeout: 1s, max_age: 1h}\n" +
+		"defaults: {deliver: {file: \"out/{name}.json\", when: always}}\n" +
+		"sources: [{name: a, type: exec, command: [\"true\"], deliver: {command: [\"cat\"], webhook: {url: \"https://s/\"}}}, {name: b, type: exec, command: [\"true\"], deliver: null}]"))
 	// One directory per fuzzing process (inputs run one at a time in it):
 	// a t.TempDir per input would cost more than Load itself.
 	path := filepath.Join(f.TempDir(), "c.yaml")
