@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -25,11 +26,11 @@ import (
 // maxInFlight is how many deliveries run at once (a fixed pool of workers).
 const maxInFlight = 4
 
-// Backoff of a failed event: 1 s after the first failure, doubling to 5 m.
-const (
-	retryInitial = time.Second
-	retryMax     = 5 * time.Minute
-)
+// retryBackoff is the backoff of a failed event (contract 10.3): 1 s after
+// the first failure, doubling to 5 m, without jitter.
+func retryBackoff() breaker.Backoff {
+	return breaker.Backoff{Initial: time.Second, Max: 5 * time.Minute, Multiplier: 2}
+}
 
 // claimMargin is added to the timeout of an event's deliveries for its
 // claim, so that the claim outlives them.
@@ -358,10 +359,4 @@ func (s *Sender) deliver(j job) error {
 
 // Backoff is the wait after the k-th consecutive failed delivery of an
 // event: 1 s, doubling, at most 5 m.
-func Backoff(k int) time.Duration {
-	d := retryInitial
-	for i := 1; i < k && d < retryMax; i++ {
-		d *= 2
-	}
-	return min(d, retryMax)
-}
+func Backoff(k int) time.Duration { return retryBackoff().Delay(k, 0) }
