@@ -47,16 +47,7 @@ type Deliverer struct {
 // shared transport; nil for http.DefaultTransport). Redirects are never
 // followed: a 3xx answer is a failure.
 func New(rt http.RoundTripper) *Deliverer {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return &Deliverer{
-		client: &http.Client{
-			Transport:     rt,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		env: os.Environ(),
-	}
+	return &Deliverer{client: NewClient(rt), env: os.Environ()}
 }
 
 // Error is a failed delivery. Its text starts with "deliver: " and is

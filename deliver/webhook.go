@@ -27,18 +27,35 @@ func (dl *Deliverer) webhook(ctx context.Context, w *config.Webhook, r Result, r
 	if r.Body.Size() > 0 {
 		body = r.Body.Reader()
 	}
-	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, body)
-	if err != nil {
-		return failure(ctx, redact, err, target, transportDetail(err))
-	}
-	req.ContentLength = r.Body.Size()
 	ct := r.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	req.Header.Set("Content-Type", ct)
-	req.Header.Set("X-Pacer-Source", r.Source)
-	req.Header.Set("X-Pacer-Digest", r.Digest)
+	hdr := http.Header{"Content-Type": {ct}, "X-Pacer-Source": {r.Source}, "X-Pacer-Digest": {r.Digest}}
+	answer, err := Post(ctx, dl.client, w, body, r.Body.Size(), hdr)
+	switch {
+	case err != nil:
+		return failure(ctx, redact, err, target, err.Error())
+	case answer != "":
+		return failure(ctx, redact, nil, target, answer)
+	}
+	return nil
+}
+
+// Post sends body (size bytes) to the webhook w over c (a client from
+// NewClient) with the headers hdr, then w's own (a Host header sets the
+// request's host), and reads at most 64 KiB of the answer so that the
+// connection can be reused. It returns the answer's status line when it
+// is outside 2xx, or a transport error without net/http's "Post "url":"
+// prefix (its text never quotes the URL, which may hold a password). The
+// delivery targets and the notification webhooks both send through it.
+func Post(ctx context.Context, c *http.Client, w *config.Webhook, body io.Reader, size int64, hdr http.Header) (answer string, err error) {
+	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, body)
+	if err != nil {
+		return "", errors.New(transportDetail(err))
+	}
+	req.ContentLength = size
+	req.Header = hdr
 	for k, v := range w.Headers {
 		if strings.EqualFold(k, "Host") {
 			req.Host = v
@@ -46,16 +63,32 @@ func (dl *Deliverer) webhook(ctx context.Context, w *config.Webhook, r Result, r
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := dl.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		return failure(ctx, redact, err, target, transportDetail(err))
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			return "", uerr.Err
+		}
+		return "", err
 	}
 	defer resp.Body.Close()
 	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failure(ctx, redact, nil, target, status(resp))
+		return status(resp), nil
 	}
-	return nil
+	return "", nil
+}
+
+// NewClient is a webhook client over rt (nil: http.DefaultTransport) that
+// follows no redirect: a 3xx is the answer, outside 2xx, so a failure.
+func NewClient(rt http.RoundTripper) *http.Client {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &http.Client{
+		Transport:     rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // redactedURL is raw with the password of its user info, if any, shown

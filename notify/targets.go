@@ -6,20 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
-// maxAnswer bounds what is read of a webhook's answer or a command's
+// maxAnswer bounds what is kept of a command's
 // output: only its status matters.
 const maxAnswer = 64 << 10
 
@@ -47,43 +46,24 @@ func Marshal(ev store.Event) ([]byte, error) {
 	return b, nil
 }
 
-// newClient is the webhooks' HTTP client: it follows no redirect (a 3xx is
-// the answer, not 2xx: a failure).
+// newClient is the webhooks' HTTP client: deliver's (no redirect
+// followed), over a transport of its own sized to the deliveries in flight.
 func newClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = maxInFlight
-	return &http.Client{
-		Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return deliver.NewClient(tr)
 }
 
-// postWebhook sends body to w; only a 2xx answer is a success.
+// postWebhook sends body to w as JSON with the event's id; only a 2xx
+// answer is a success (deliver.Post, as result webhooks are sent).
 func postWebhook(ctx context.Context, c *http.Client, w *config.Webhook, id string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, bytes.NewReader(body))
-	if err != nil {
+	hdr := http.Header{"Content-Type": {"application/json"}, "X-Pacer-Event-Id": {id}}
+	answer, err := deliver.Post(ctx, c, w, bytes.NewReader(body), int64(len(body)), hdr)
+	switch {
+	case err != nil:
 		return fmt.Errorf("webhook: %w", err)
-	}
-	for k, v := range w.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Pacer-Event-Id", id)
-	resp, err := c.Do(req)
-	if err != nil {
-		// Not url.Error's text: it quotes the target's URL.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("webhook: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("webhook: answered %s", resp.Status)
+	case answer != "":
+		return fmt.Errorf("webhook: answered %s", answer)
 	}
 	return nil
 }
