@@ -30,38 +30,6 @@ import (
 // clusterLease is the members' cluster.lease (the minimum, 2 s).
 const clusterLease = 2 * time.Second
 
-// userHZ is the unit of the CPU times of /proc/PID/stat (USER_HZ, 100 on
-// Linux).
-const userHZ = 10 * time.Millisecond
-
-// procCPU reads utime+stime of pid (with children: also the reaped
-// children's) and its parent's pid from /proc/PID/stat.
-func procCPU(pid int, children bool) (time.Duration, int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 15 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	n := 2
-	if children {
-		n = 4
-	}
-	var cpu time.Duration
-	for _, v := range f[11 : 11+n] {
-		t, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		cpu += time.Duration(t) * userHZ
-	}
-	return cpu, ppid, nil
-}
-
 // postgresCPU returns a function that reads the CPU time used so far by
 // the server of dsn: its postmaster (with its reaped children) and every
 // live child (backends, writers, checkpointer, autovacuum).
@@ -76,30 +44,7 @@ func postgresCPU(b *testing.B, dsn string) func() time.Duration {
 	if err := db.QueryRow("SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		b.Fatal(err)
 	}
-	_, postmaster, err := procCPU(backend, false)
-	if err != nil {
-		b.Fatalf("the server of PACER_TEST_POSTGRES does not run on this machine (%v): its CPU cannot be measured", err)
-	}
-	return func() time.Duration {
-		total, _, err := procCPU(postmaster, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ents, err := os.ReadDir("/proc")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if cpu, ppid, err := procCPU(pid, false); err == nil && ppid == postmaster {
-				total += cpu
-			}
-		}
-		return total
-	}
+	return pgtest.ServerCPU(b, backend)
 }
 
 // memberSpec is what a benchmark's member (or single daemon) runs.

@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/pgtest"
 )
 
-// selfCPU is the user+system CPU of process pid so far (procCPU without
+// selfCPU is the user+system CPU of process pid so far (pgtest.ProcCPU without
 // its reaped children), or -1 if it cannot be read.
 func selfCPU(pid int) time.Duration {
-	cpu, _, err := procCPU(pid, false)
+	cpu, _, err := pgtest.ProcCPU(pid, false)
 	if err != nil {
 		return -1
 	}

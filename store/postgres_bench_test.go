@@ -15,49 +15,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/bench"
+	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/store"
 )
-
-// clockTick is the unit of the CPU times of /proc/PID/stat (USER_HZ, 100
-// on Linux).
-const clockTick = 10 * time.Millisecond
-
-// procStat reads utime+stime (and, with children, cutime+cstime: the CPU
-// of reaped children) and the parent pid from /proc/PID/stat.
-func procStat(pid int, children bool) (cpu time.Duration, ppid int, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command sits in parentheses and may hold spaces: fields start
-	// after the last ")". Field 3 (state) is f[0]; ppid f[1]; utime f[11].
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 15 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	n := 2
-	if children {
-		n = 4
-	}
-	for _, v := range f[11 : 11+n] {
-		t, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		cpu += time.Duration(t) * clockTick
-	}
-	return cpu, ppid, nil
-}
 
 // serverCPU returns a function that reads the CPU time used so far by the
 // PostgreSQL server of s: its postmaster (with its reaped children) and
@@ -68,30 +33,7 @@ func serverCPU(b *testing.B, s *store.Store) func() time.Duration {
 	if err := store.GormDB(s).Raw("SELECT pg_backend_pid()").Row().Scan(&backend); err != nil {
 		b.Fatal(err)
 	}
-	_, postmaster, err := procStat(backend, false)
-	if err != nil {
-		b.Fatalf("the server of %s does not run on this machine (%v): its CPU cannot be measured", "PACER_TEST_POSTGRES", err)
-	}
-	return func() time.Duration {
-		total, _, err := procStat(postmaster, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ents, err := os.ReadDir("/proc")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if cpu, ppid, err := procStat(pid, false); err == nil && ppid == postmaster {
-				total += cpu
-			}
-		}
-		return total
-	}
+	return pgtest.ServerCPU(b, backend)
 }
 
 // openPostgresPopulated is openPopulated on a PostgreSQL schema of its own.
