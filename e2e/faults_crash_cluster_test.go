@@ -80,25 +80,11 @@ func TestFaultCrashCluster(t *testing.T) {
 	dsn, _ := pgStore(t)
 	fu := newFaultUpstream(t)
 	srcs := crashSources(fu)
-	var body strings.Builder
-	body.WriteString(`concurrency: ` + fmt.Sprint(crashConcurrency) + `
-shutdown_timeout: 5s
-log: {level: info}
-defaults:
-  schedule: "@every 1s"
-  timeout: 10s
-  backoff: {initial: 100ms, max: 5s, multiplier: 2, jitter: 0.1}
-  breaker: {failures: 3, cooldown: 2s}
-  error_after: 6
-sources:
-`)
-	for _, s := range srcs {
-		body.WriteString(s.line)
-	}
+	body := crashConfig(srcs)
 	ms := make([]*crashMember, crashMembers)
 	for i := range ms {
 		ms[i] = &crashMember{in: newInst(t)}
-		ms[i].launch(t, i, dsn, body.String())
+		ms[i].launch(t, i, dsn, body)
 	}
 	for _, m := range ms {
 		if err := faultWaitReady(m.d, 30*time.Second); err != nil {
@@ -158,7 +144,7 @@ sources:
 		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned})
 		m.d.kill()
 		t.Logf("kill %d: %s at %s, owning %d sources", k, m.name, kills[k].at.Format("15:04:05.000"), len(owned))
-		m.launch(t, i, dsn, body.String())
+		m.launch(t, i, dsn, body)
 		logMu.Lock()
 		allLogs = append(allLogs, m.d.logs)
 		logMu.Unlock()

@@ -57,6 +57,27 @@ const (
 	crashEarlyTolerance = 50 * time.Millisecond
 )
 
+// crashConfig is the config body of the crash tests (one daemon or each
+// member of a cluster): srcs under the crash tests' defaults.
+func crashConfig(srcs []crashSrc) string {
+	var cfg strings.Builder
+	cfg.WriteString(`concurrency: ` + fmt.Sprint(crashConcurrency) + `
+shutdown_timeout: 5s
+log: {level: info}
+defaults:
+  schedule: "@every 1s"
+  timeout: 10s
+  backoff: {initial: 100ms, max: 5s, multiplier: 2, jitter: 0.1}
+  breaker: {failures: 3, cooldown: 2s}
+  error_after: 6
+sources:
+`)
+	for _, s := range srcs {
+		cfg.WriteString(s.line)
+	}
+	return cfg.String()
+}
+
 func crashSources(fu *faultUpstream) []crashSrc {
 	var out []crashSrc
 	add := func(kind string, n int, mk func(i int, name string) (path, query, extra string)) {
@@ -273,22 +294,7 @@ func TestFaultCrash(t *testing.T) {
 	in := newInst(t)
 	stalls := faultStartStallMonitor(t, in.dir)
 	srcs := crashSources(fu)
-	var cfg strings.Builder
-	cfg.WriteString(`concurrency: ` + fmt.Sprint(crashConcurrency) + `
-shutdown_timeout: 5s
-log: {level: info}
-defaults:
-  schedule: "@every 1s"
-  timeout: 10s
-  backoff: {initial: 100ms, max: 5s, multiplier: 2, jitter: 0.1}
-  breaker: {failures: 3, cooldown: 2s}
-  error_after: 6
-sources:
-`)
-	for _, s := range srcs {
-		cfg.WriteString(s.line)
-	}
-	in.writeConfig(cfg.String())
+	in.writeConfig(crashConfig(srcs))
 	t.Logf("%d sources", len(srcs))
 
 	var logMu sync.Mutex
