@@ -120,14 +120,14 @@ func (s *Scheduler) dropEntry(e *entry) {
 	}
 }
 
-// save hands e's state (and a record) to the flusher. mu held.
-func (s *Scheduler) save(e *entry, rec *store.PollRecord) {
+// save hands e's state (and a record, and the notification events of the
+// change) to the flusher, which commits them together. mu held.
+func (s *Scheduler) save(e *entry, rec *store.PollRecord, evs ...store.Event) {
 	if rec != nil {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq
 	}
-	e.savedSeq = s.flush.submit(e.sl, e.st, rec, e.events...)
-	e.events = nil
+	e.savedSeq = s.flush.submit(e.sl, e.st, rec, evs...)
 }
 
 // logChange logs one line if e's state differs from prev (rule 3.12).

@@ -208,15 +208,16 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 		s.m.result(changed).Inc()
 		rec.Changed = changed // a success always has a record
 	}
+	var evs []store.Event
 	if j.gen == e.gen {
-		s.applyPoll(e, p.brk, o)
+		evs = s.applyPoll(e, p.brk, o)
 		if p.undelivered {
 			forgetValidators(&e.st)
 		}
 	}
 	// On a generation change (the configuration changed during the poll)
 	// the new settings start from a clean state: only the record is kept.
-	s.save(e, rec)
+	s.save(e, rec, evs...)
 	if e.removed {
 		s.dropEntry(e)
 		return
@@ -298,16 +299,15 @@ func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
 
 // applyPoll applies o to e's state, keeps the breaker brk the poll ended
 // with (none once healthy again: a fresh one is equivalent), then applies
-// an operator's reset made during the poll, and logs a change of state.
-// mu held.
-func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
+// an operator's reset made during the poll, and logs a change of state. It
+// returns the notification events of the change, to be saved with the
+// state. mu held.
+func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) (evs []store.Event) {
 	prev := StateOf(&e.st, o.start)
 	if n := s.cfg.Notify; n != nil {
 		// Only with notify set: no copy and no event on the poll path else.
 		before := e.st
-		defer func() {
-			e.events = append(e.events, pollEvents(n, e.name, &before, &e.st, o.kind, o.err, o.start, o.end)...)
-		}()
+		defer func() { evs = pollEvents(n, e.name, &before, &e.st, o.kind, o.err, o.start, o.end) }()
 	}
 	if o.kind == kindLocal {
 		e.localErrs++
@@ -329,9 +329,10 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) {
 		e.brk = nil
 		s.flushFlap(e, o.end, prev)
 		s.logChange(e, prev, o.end, "reset")
-		return
+		return nil // the deferred pollEvents sets evs
 	}
 	s.logPollChange(e, prev, o.end, o.err)
+	return nil
 }
 
 // countSkipped counts the ticks of j's source that passed between its

@@ -167,8 +167,7 @@ type entry struct {
 	resetPending bool  // reset while polling: applied when the poll ends
 	mark         bool  // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
-	localErrs    int           // consecutive local errors (kindLocal), the memory of localRetry
-	events       []store.Event // notification events of its state, for its next save
+	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
 	// flap coalesces its throttle transitions (flaplog.go); nil until its
 	// first one: at 100,000 sources the healthy majority, which never
 	// flaps, saves the window's 56 bytes each.
