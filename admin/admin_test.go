@@ -28,6 +28,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -228,17 +229,7 @@ func (f *fixture) source(name string) scheduler.SourceObject {
 // waitFor polls cond every 10ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", d, what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.NoError(t, d, what, cond)
 }
 
 // holdsFor checks cond every 10ms for d and fails at the first violation.

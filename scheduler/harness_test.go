@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -88,13 +89,7 @@ func (h *harness) waitFor(what string, limit time.Duration, cond func() bool) {
 // until it holds, failing after limit.
 func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.True(t, limit, what, cond)
 }
 
 // stored reads name's committed state through a second store handle.

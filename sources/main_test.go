@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/waitfor"
 )
 
 func TestMain(m *testing.M) {
@@ -53,15 +54,7 @@ func errText(err error) string {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
-		}
-		<-tick.C
-	}
+	waitfor.True(t, within, what, cond)
 }
 
 func TestNew(t *testing.T) {

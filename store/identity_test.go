@@ -12,23 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // eventually polls cond until it returns nil or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval
-	}
+	waitfor.NoError(t, timeout, what, cond)
 }
 
 // logBuffer is a concurrency-safe log sink.
