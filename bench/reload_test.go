@@ -97,7 +97,11 @@ func BenchmarkReload(b *testing.B) {
 	ns := newNotifySocket(b, dir)
 	cmd := exec.Command(bin, "run", "-config", cfg)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+ns.path)
-	logf, err := os.Create(cfg + ".log")
+	logPath := cfg + ".log"
+	if d := os.Getenv("PACER_BENCH_LOG_DIR"); d != "" {
+		logPath = filepath.Join(d, "reload.log") // kept after the run (with GODEBUG=gctrace=1, say)
+	}
+	logf, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func cmdStatus(args []string, env Env) (err error) {
 	}
 	objs := make([]scheduler.Explained, 0, len(cfg.Sources))
 	for i := range cfg.Sources {
-		objs = append(objs, view(&cfg.Sources[i]))
+		objs = append(objs, view(cfg.Sources[i]))
 	}
 	if *asJSON {
 		return printJSON(env.Stdout, objs)

@@ -115,11 +115,11 @@ func BenchmarkFingerprint(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		for j := range srcs {
-			sink += len(fp.fingerprint(&srcs[j]))
+			sink += len(fp.fingerprint(srcs[j]))
 		}
 		t1 := time.Now()
 		for j := range srcs {
-			sink += len(oldFingerprint(&srcs[j]))
+			sink += len(oldFingerprint(srcs[j]))
 		}
 		t2 := time.Now()
 		newT += t1.Sub(t0)

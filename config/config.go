@@ -42,17 +42,18 @@ func ReadToken(path string) (string, error) {
 	return tok, nil
 }
 
-// Source returns the source named name. The pointer refers into c.Sources.
+// Source returns the source named name: an element of c.Sources, never to
+// be written (a later Load may share it).
 func (c *Config) Source(name string) (*Source, bool) {
 	if c == nil {
 		return nil, false
 	}
 	if i, ok := c.byName[name]; ok && i < len(c.Sources) && c.Sources[i].Name == name {
-		return &c.Sources[i], true
+		return c.Sources[i], true
 	}
 	for i := range c.Sources { // index missing or stale (Config built or edited by hand)
 		if c.Sources[i].Name == name {
-			return &c.Sources[i], true
+			return c.Sources[i], true
 		}
 	}
 	return nil, false

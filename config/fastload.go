@@ -174,7 +174,7 @@ func withEnv(seed maphash.Seed, h uint64, env []envRead) uint64 {
 // limits read no file; env is what they read of the environment). Any problem sets l.fast.failed:
 // the caller then loads the whole file the usual way, whose problems carry
 // lines and paths.
-func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, env []envRead) ([]Source, map[string]int) {
+func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, env []envRead) ([]*Source, map[string]int) {
 	f := l.fast
 	if len(l.probs) > 0 {
 		f.failed = true
@@ -199,7 +199,7 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, 
 	}
 	n := len(f.list.items)
 	f.hashes = make([]uint64, 0, n)
-	out, ok := l.readList(make([]Source, 0, n), b, groups)
+	out, ok := l.readList(make([]*Source, 0, n), b, groups)
 	if !ok {
 		f.failed = true
 		return nil, nil
@@ -227,7 +227,7 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, 
 // readList appends the sources of the list l.fast holds (the config
 // file's, or a source file's) to out, recording their hashes and what they
 // depend on. ok is false on a problem.
-func (l *loader) readList(out []Source, b inherited, groups map[string]bool) ([]Source, bool) {
+func (l *loader) readList(out []*Source, b inherited, groups map[string]bool) ([]*Source, bool) {
 	f := l.fast
 	p := f.startParse(l.file)
 	defer p.stop()
@@ -249,7 +249,7 @@ func (l *loader) readList(out []Source, b inherited, groups map[string]bool) ([]
 			}
 			f.deps[int32(len(out))] = deps
 		}
-		out = append(out, *s)
+		out = append(out, s)
 		f.hashes = append(f.hashes, h)
 	}
 	return out, true
@@ -269,7 +269,7 @@ func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]b
 				l.replay(deps)
 			}
 			f.reused++
-			return &f.prev.Sources[it.prev], it.hash, deps, true
+			return f.prev.Sources[it.prev], it.hash, deps, true
 		}
 		sp := f.list.items[i]
 		nodes, ok := parseItems(l.file, f.data[sp[0]:sp[1]], 1)
@@ -283,9 +283,9 @@ func (l *loader) listItem(it parsedItem, i int, b inherited, groups map[string]b
 		return nil, 0, nil, false
 	}
 	if !pure || f.context == 0 {
-		return &src, 0, nil, true
+		return l.arena.keep(&src), 0, nil, true
 	}
-	return &src, it.hash, deps, true
+	return l.arena.keep(&src), it.hash, deps, true
 }
 
 // pureSource reads the source of node n (index i) and reports whether the
@@ -369,7 +369,7 @@ func (l *loader) fastSourceFiles(cfg *Config, b inherited, groups map[string]boo
 
 // treeSourceFile appends the sources of the source file abs read from its
 // node tree, none reusable.
-func (l *loader) treeSourceFile(all []Source, abs, rel string, b inherited, groups map[string]bool) ([]Source, bool) {
+func (l *loader) treeSourceFile(all []*Source, abs, rel string, b inherited, groups map[string]bool) ([]*Source, bool) {
 	n := l.sourceFile(abs, rel)
 	if n == nil || len(l.probs) > 0 {
 		return all, len(l.probs) == 0

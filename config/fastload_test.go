@@ -199,6 +199,16 @@ func TestLoadReusesUnchangedSources(t *testing.T) {
 			if got.Reused() != e.reused {
 				t.Errorf("reused %d sources, want %d", got.Reused(), e.reused)
 			}
+			// A reused source is the previous config's, not a copy.
+			shared := 0
+			for _, s := range got.Sources {
+				if p, ok := prev.Source(s.Name); ok && p == s {
+					shared++
+				}
+			}
+			if shared != e.reused {
+				t.Errorf("%d sources are the previous config's, want the %d reused", shared, e.reused)
+			}
 			abs, _ := filepath.Abs(path)
 			want, err := loadTree(path, abs, []byte(text), env, Options{})
 			if err != nil {

@@ -68,7 +68,9 @@ func TestFingerprintFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcs = append(srcs, cfg.Sources...)
+	for _, s := range cfg.Sources {
+		srcs = append(srcs, *s)
+	}
 	for _, tc := range []struct {
 		str  string
 		mult float64

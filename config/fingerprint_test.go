@@ -44,7 +44,7 @@ func fingerprints(t *testing.T, yaml string, p string) map[string]string {
 	m := map[string]string{}
 	for _, s := range cfg.Sources {
 		m[s.Name] = s.Fingerprint
-		if s.Fingerprint != Fingerprint(&s) {
+		if s.Fingerprint != Fingerprint(s) {
 			t.Errorf("%s: stored fingerprint differs from Fingerprint()", s.Name)
 		}
 	}
@@ -184,10 +184,10 @@ func TestFingerprintMatchesJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range cfg.Sources {
-		check(&cfg.Sources[i])
+		check(cfg.Sources[i])
 	}
 	for _, s := range mustLoad(t, fpBase, map[string]string{"P": "st<a>&\"\\tus\u2028"}).Sources {
-		check(&s)
+		check(s)
 	}
 
 	rng := rand.New(rand.NewPCG(1, 2))

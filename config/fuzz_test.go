@@ -168,7 +168,7 @@ func checkConfig(t *testing.T, cfg *Config) {
 	}
 	seen := map[string]bool{}
 	for i := range cfg.Sources {
-		s := &cfg.Sources[i]
+		s := cfg.Sources[i]
 		if !validName(s.Name) || seen[s.Name] {
 			fail("source name %q (duplicate: %v)", s.Name, seen[s.Name])
 		}

@@ -273,6 +273,7 @@ type loader struct {
 	files int         // ${file:PATH} expansions (a source that made one is never reused)
 	rec   *sourceDeps // when set, what the source being read depends on is recorded in it
 	fast  *fastRun    // the sources list cut from the raw text, or nil (fastload.go)
+	arena sourceArena // where the sources read are kept
 }
 
 // addf records a problem. String and error arguments are redacted before

@@ -600,14 +600,14 @@ sources:
 
 func TestConfigSourceLookup(t *testing.T) {
 	cfg := mustLoad(t, "sources:"+apiSource+jobSource, nil)
-	if s, ok := cfg.Source("job"); !ok || s != &cfg.Sources[1] {
+	if s, ok := cfg.Source("job"); !ok || s != cfg.Sources[1] {
 		t.Errorf("Source(job) = %v %v", s, ok)
 	}
 	if _, ok := cfg.Source("nope"); ok {
 		t.Error("Source(nope) found")
 	}
 	// A Config built by hand (no index) still works.
-	hand := &Config{Sources: []Source{{Name: "x"}}}
+	hand := &Config{Sources: []*Source{{Name: "x"}}}
 	if _, ok := hand.Source("x"); !ok {
 		t.Error("hand-built Source(x) not found")
 	}

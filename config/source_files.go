@@ -148,7 +148,7 @@ func (l *loader) readSourceFiles(cfg *Config, b inherited, groups map[string]boo
 		seen[name] = o
 	}
 	l.srcFiles.seen = seen
-	all := make([]Source, len(cfg.Sources), len(cfg.Sources)+items)
+	all := make([]*Source, len(cfg.Sources), len(cfg.Sources)+items)
 	copy(all, cfg.Sources)
 	for i, n := range lists {
 		if n != nil {

@@ -88,7 +88,7 @@ func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
 // no problem is reported, which is the only case where Load returns it).
 // With dst (a source file's sources, see readSourceFiles) they are appended
 // to dst and no index is built.
-func (l *loader) sources(dst []Source, n *yaml.Node, b inherited, groups map[string]bool) ([]Source, map[string]int) {
+func (l *loader) sources(dst []*Source, n *yaml.Node, b inherited, groups map[string]bool) ([]*Source, map[string]int) {
 	items, _ := l.items(n, at("sources"))
 	names := make([]string, len(items))
 	first := make(map[string]int, len(items)) // name -> index of its first source
@@ -117,7 +117,7 @@ func (l *loader) sources(dst []Source, n *yaml.Node, b inherited, groups map[str
 	}
 	out := dst
 	if out == nil {
-		out = make([]Source, 0, len(items))
+		out = make([]*Source, 0, len(items))
 	}
 	for i, it := range items {
 		prefix := sourcePath(i, "")
@@ -132,7 +132,7 @@ func (l *loader) sources(dst []Source, n *yaml.Node, b inherited, groups map[str
 			l.addf(prefix.key("name"), "duplicate name %q (also used by %s)", names[i], other)
 		}
 		if s, ok := l.source(it, prefix, b, groups); ok {
-			out = append(out, s)
+			out = append(out, l.arena.keep(&s))
 		}
 	}
 	if dst != nil {

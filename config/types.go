@@ -29,8 +29,13 @@ type Config struct {
 	// Notify is the notify section (contract section 10); nil without one.
 	Notify *Notify
 	// Limits maps a group name to its limits.
-	Limits  map[string]Limit
-	Sources []Source
+	Limits map[string]Limit
+	// Sources are the sources in the order of the file(s). They are never
+	// written once loaded: a Load with Options.Previous shares the
+	// previous config's pointer for every source it reuses, so that a
+	// reload of 100,000 sources with one changed allocates one new source
+	// and a slice of pointers, not a copy of every source.
+	Sources []*Source
 	// SourceFiles lists the files that source_files matched, in the order
 	// they were read (sorted), relative to the config file's directory
 	// (absolute when outside it).

@@ -40,7 +40,7 @@ func TestSettingsDeliver(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, s := range settings(&cfg.Sources[0], cfg.Redactor().Redact) {
+	for _, s := range settings(cfg.Sources[0], cfg.Redactor().Redact) {
 		got[s.Key] = s.Value
 	}
 	want := map[string]string{

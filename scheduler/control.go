@@ -315,12 +315,12 @@ func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
 // names (and without a pass over the entries when none is removed), and
 // its shard is computed again only when its limits group changed (the
 // shard is a function of the name and the group).
-func (s *Scheduler) reloadSources(srcs []config.Source, stored map[string]store.SourceState, now time.Time) error {
+func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store.SourceState, now time.Time) error {
 	s.reloadMark = !s.reloadMark
 	mark := s.reloadMark
 	kept := 0 // entries of the sources present, old and new
 	for i := range srcs {
-		src := &srcs[i]
+		src := srcs[i]
 		e := s.entries[src.Name]
 		if e == nil {
 			st, found := stored[src.Name]

@@ -130,7 +130,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		s.groups[name] = s.startGroup(name, l)
 	}
 	for i := range s.cfg.Sources {
-		src := &s.cfg.Sources[i]
+		src := s.cfg.Sources[i]
 		var st store.SourceState
 		j, found := stored[src.Name]
 		if found {

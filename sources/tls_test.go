@@ -24,7 +24,7 @@ func pollSource(t *testing.T, p *Transports, dir, url, keys string) Result {
 		keys = ", " + keys
 	}
 	cfg := loadConfig(t, dir, fmt.Sprintf(`sources: [{name: x, type: http, url: %q, headers: {X-Key: "${SECRET}"}%s}]`, url, keys))
-	res, _ := pollWithin(t, NewHTTP(&cfg.Sources[0], NewClient(p, nil), cfg.Redactor().Redact), 10*time.Second)
+	res, _ := pollWithin(t, NewHTTP(cfg.Sources[0], NewClient(p, nil), cfg.Redactor().Redact), 10*time.Second)
 	return res
 }
 

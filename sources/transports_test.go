@@ -54,7 +54,7 @@ func TestTransportsShared(t *testing.T) {
 	pollers := func(cfg *config.Config) map[string]Poller {
 		m := map[string]Poller{}
 		for i := range cfg.Sources {
-			m[cfg.Sources[i].Name] = NewHTTP(&cfg.Sources[i], client, nil)
+			m[cfg.Sources[i].Name] = NewHTTP(cfg.Sources[i], client, nil)
 		}
 		return m
 	}
@@ -96,7 +96,7 @@ func TestTransportsDropUnused(t *testing.T) {
 		client := NewClient(p, nil)
 		var ps []Poller
 		for i := range cfg.Sources {
-			ps = append(ps, NewHTTP(&cfg.Sources[i], client, nil))
+			ps = append(ps, NewHTTP(cfg.Sources[i], client, nil))
 		}
 		runtime.GC()
 		runtime.GC()
@@ -121,7 +121,7 @@ func TestTransportsResize(t *testing.T) {
 	srv := countingTLSServer(t, ca, &conns)
 	cfg := loadConfig(t, dir, strings.ReplaceAll(sharedYAML, "%[1]s", srv.URL))
 	p := newTestTransports(t, 2)
-	poller := NewHTTP(&cfg.Sources[0], NewClient(p, nil), nil)
+	poller := NewHTTP(cfg.Sources[0], NewClient(p, nil), nil)
 	sizes := func() []int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
