@@ -335,6 +335,16 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		kept++
 		if e.src.Fingerprint == src.Fingerprint {
 			limit := e.src.Limit
+			if e.src != src {
+				// Parsed again, equal in effect: the poller holds its
+				// source, so it is built on the new one (the old config
+				// is then garbage, and credentials read again are used).
+				p, err := s.pollerOf(src)
+				if err != nil {
+					return err
+				}
+				e.poller = p
+			}
 			e.src = src
 			e.group = s.groups[src.Limit]
 			if src.Limit == limit {

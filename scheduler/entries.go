@@ -43,15 +43,9 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 
 // configure (re)builds e's poller, breaker and timing for src, with state st.
 func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState, now time.Time) error {
-	var poller sources.Poller
-	var err error
-	if s.newPoller != nil {
-		poller, err = s.newPoller(src)
-	} else {
-		poller, err = sources.New(src, s.client, s.redact.Redact)
-	}
+	poller, err := s.pollerOf(src)
 	if err != nil {
-		return fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+		return err
 	}
 	e.src, e.poller, e.brk = src, poller, nil
 	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
@@ -65,6 +59,21 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	e.st = st
 	e.st.Name = src.Name
 	return nil
+}
+
+// pollerOf builds the poller of src.
+func (s *Scheduler) pollerOf(src *config.Source) (sources.Poller, error) {
+	var poller sources.Poller
+	var err error
+	if s.newPoller != nil {
+		poller, err = s.newPoller(src)
+	} else {
+		poller, err = sources.New(src, s.clients, s.redact.Redact)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: source %s: %w", src.Name, err)
+	}
+	return poller, nil
 }
 
 // newBreaker returns src's breaker restored to the state in st. A source

@@ -50,7 +50,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	}
 	s.m = m
 	s.transport = newTransport(s.limitOf(cfg))
-	s.client = sources.NewClient(s.transport, []string{cfg.Admin.Listen})
+	s.clients = sources.NewClients(sources.NewClient(s.transport, []string{cfg.Admin.Listen}))
 	s.deliverer = deliver.New(s.transport)
 	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
 	s.flush.onEvents = opts.EventsCommitted

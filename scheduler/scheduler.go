@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +88,7 @@ type Scheduler struct {
 	clock     Clock
 	m         *metrics
 	flush     *flusher
-	client    *http.Client
+	clients   *sources.Clients // the http pollers' clients, shared
 	transport *transport
 	deliverer *deliver.Deliverer // of every source with deliver (contract 9.3)
 	maxConc   int

@@ -58,7 +58,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 func TestNew(t *testing.T) {
-	client := NewClient(NewTransport(1), nil)
+	client := NewClients(NewClient(NewTransport(1), nil))
 	if _, err := New(&config.Source{Name: "a", Type: "http", URL: "http://127.0.0.1/"}, client, nil); err != nil {
 		t.Errorf("http: %v", err)
 	}

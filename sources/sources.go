@@ -4,23 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"syscall"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
 )
 
-// New builds the poller of src according to src.Type. client is the shared
-// HTTP client (see NewClient) and is required for http sources. redact is
-// applied to every error text a poller produces; nil means no redaction.
-func New(src *config.Source, client *http.Client, redact func(string) string) (Poller, error) {
+// New builds the poller of src according to src.Type. clients are the
+// shared HTTP clients (see NewClients) and are required for http sources.
+// redact is applied to every error text a poller produces; nil means no
+// redaction. src must not be written while the poller is in use.
+func New(src *config.Source, clients *Clients, redact func(string) string) (Poller, error) {
 	switch src.Type {
 	case "http":
-		if client == nil {
+		if clients == nil {
 			return nil, fmt.Errorf("source %q: http source needs an HTTP client", src.Name)
 		}
-		return NewHTTP(src, client, redact), nil
+		return newHTTP(src, clients.For(src), redact), nil
 	case "exec":
 		return NewExec(src, redact), nil
 	default:
