@@ -337,8 +337,8 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 			limit := e.src.Limit
 			if e.src != src {
 				// Parsed again, equal in effect: the poller holds its
-				// source, so it is built on the new one (the old config
-				// is then garbage, and credentials read again are used).
+				// source, so it is built on the new one, and the old
+				// config does not stay live through it.
 				p, err := s.pollerOf(src)
 				if err != nil {
 					return err

@@ -2,11 +2,19 @@ package scheduler
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -83,5 +91,86 @@ func TestReloadSequence(t *testing.T) {
 				t.Fatalf("%s: sources %v, want %v", step.name, got, want)
 			}
 		}
+	})
+}
+
+// TestReloadRebuildsPollerOnNewSource: a poller holds its source, so a
+// reload whose source is equal in effect but another value (the config
+// parsed again) builds the poller on the new one and keeps the entry, and
+// a reload that shares the source with the config before
+// (config.Options.Previous) builds nothing.
+func TestReloadRebuildsPollerOnNewSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		// http sources (exec ones are always parsed again); the poller
+		// is a no-op, nothing is sent.
+		body := lifecycleDefaults + "  - {name: a, type: http, url: \"http://127.0.0.1:1/a\", schedule: \"@every 1h\"}\n" +
+			"  - {name: b, type: http, url: \"http://127.0.0.1:1/b\", schedule: \"@every 1h\"}\n"
+		cfg := writeConfig(t, dir, body)
+		st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var mu sync.Mutex
+		built := map[string]*config.Source{}
+		s, err := New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(),
+			NewPoller: func(src *config.Source) (sources.Poller, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				built[src.Name] = src
+				return noopPoller{}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := s.Shutdown(3 * time.Second); err != nil {
+				t.Error(err)
+			}
+		}()
+		entryA := func() *entry { s.mu.Lock(); defer s.mu.Unlock(); return s.entries["a"] }
+		before := entryA()
+		check := func(step string, cfg *config.Config) {
+			t.Helper()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, name := range []string{"a", "b"} {
+				want, _ := cfg.Source(name)
+				if built[name] != want {
+					t.Errorf("%s: the poller of %s was built on another source than the config's", step, name)
+				}
+			}
+		}
+		check("start", cfg)
+		again := writeConfig(t, dir, body) // parsed again: equal, other values
+		if err := s.Reload(t.Context(), again); err != nil {
+			t.Fatal(err)
+		}
+		check("parsed again", again)
+		if entryA() != before {
+			t.Error("an unchanged source lost its entry")
+		}
+		shared, err := config.LoadWith(again.Path, os.LookupEnv, config.Options{Previous: again})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shared.Reused() == 0 {
+			t.Fatal("nothing reused")
+		}
+		mu.Lock()
+		clear(built)
+		mu.Unlock()
+		if err := s.Reload(t.Context(), shared); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(built) != 0 {
+			t.Errorf("a reload sharing every source built %d pollers", len(built))
+		}
+		mu.Unlock()
 	})
 }
