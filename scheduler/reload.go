@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// Reload switches to cfg (rule 3.11): added sources start, removed ones stop
+// being polled (their stored state is kept), changed ones take their new
+// settings and leave any error state. Unchanged sources keep running.
+func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	stored, err := s.storedOfAdded(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("reload: shutting down")
+	}
+	now := s.clock.Now()
+	s.cfg = cfg
+	s.redact = cfg.Redactor()
+	s.keep.Store(int64(cfg.History.Keep))
+	s.reloadGroups(cfg.Limits)
+	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if s.descLimit(cfg) < cfg.Concurrency {
+		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
+	}
+	s.resizeWorkers(s.limitOf(cfg))
+	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	return nil
+}
+
+// storedOfAdded reads the stored states of the sources cfg adds, before
+// Reload takes the lock (a store read must not stall the loop).
+func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]store.SourceState, error) {
+	s.mu.Lock()
+	var added []string
+	for i := range cfg.Sources {
+		if e := s.entries[cfg.Sources[i].Name]; e == nil {
+			added = append(added, cfg.Sources[i].Name)
+		}
+	}
+	s.mu.Unlock()
+	stored := make(map[string]store.SourceState, len(added))
+	for _, name := range added {
+		st, ok, err := s.store.GetState(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			stored[name] = st
+		}
+	}
+	return stored, nil
+}
+
+// reloadGroups keeps the groups whose limits are unchanged, starts the new
+// ones and retires the others (their waiting jobs return to their sources'
+// schedules). mu held.
+func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
+	old := s.groups
+	s.groups = make(map[string]*group, len(limits))
+	for name, l := range limits {
+		if g, ok := old[name]; ok && g.limit == l {
+			s.groups[name] = g
+			delete(old, name)
+			continue
+		}
+		s.groups[name] = s.startGroup(name, l)
+	}
+	for _, g := range old {
+		g.cancel()
+	}
+}
+
+// reloadSources adds the new sources (from their stored states), gives the
+// changed ones their new settings and a clean state, and drops the removed
+// ones (once their poll in flight ends). mu held.
+//
+// An unchanged source (same fingerprint) keeps everything and costs a map
+// look-up and a string comparison: the sources present are told from the
+// removed ones by a mark flipped at each reload, not by a set of 100,000
+// names (and without a pass over the entries when none is removed), and
+// its shard is computed again only when its limits group changed (the
+// shard is a function of the name and the group).
+func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store.SourceState, now time.Time) error {
+	s.reloadMark = !s.reloadMark
+	mark := s.reloadMark
+	kept := 0 // entries of the sources present, old and new
+	for i := range srcs {
+		src := srcs[i]
+		e := s.entries[src.Name]
+		if e == nil {
+			st, found := stored[src.Name]
+			if err := s.addEntry(src, st, found, now); err != nil {
+				return err
+			}
+			s.entries[src.Name].mark = mark
+			kept++
+			continue
+		}
+		e.mark, e.removed = mark, false
+		kept++
+		if e.src.Fingerprint == src.Fingerprint {
+			if err := s.keepSource(e, src, now); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.configure(e, src, e.st, now); err != nil {
+			return err
+		}
+		s.configChanged(e, now)
+		s.reschedule(e, now)
+	}
+	if kept == len(s.entries) {
+		return nil // nothing removed: no pass over every entry
+	}
+	for _, e := range s.entries {
+		if e.mark == mark {
+			continue
+		}
+		s.due.remove(e)
+		if e.busy {
+			e.removed = true
+		} else {
+			s.dropEntry(e)
+		}
+	}
+	return nil
+}
+
+// keepSource points e, whose source is unchanged in effect, at src, the
+// reloaded config's value of it. mu held.
+func (s *Scheduler) keepSource(e *entry, src *config.Source, now time.Time) error {
+	limit := e.src.Limit
+	if e.src != src {
+		// Parsed again, equal in effect: the poller holds its source, so
+		// it is built on the new one, and the old config does not stay
+		// live through it.
+		p, err := s.pollerOf(src)
+		if err != nil {
+			return err
+		}
+		e.poller = p
+	}
+	e.src = src
+	e.group = s.groups[src.Limit]
+	if src.Limit == limit {
+		return nil
+	}
+	if sh := store.ShardOf(src.Name, src.Limit); sh != e.shard {
+		s.due.remove(e)
+		e.shard, s.shardDirty = sh, true
+		s.reschedule(e, now)
+	}
+	return nil
+}
