@@ -66,8 +66,8 @@ func (c *Clients) forget(e clientEntry) {
 	}
 }
 
-// Len returns how many clients are held (for tests).
-func (c *Clients) Len() int {
+// held returns how many clients are held (for tests).
+func (c *Clients) held() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

@@ -47,12 +47,12 @@ func TestClientsShared(t *testing.T) {
 			t.Errorf("%s: status %d (err %v), want %d", tc.src.Name, res.StatusCode, res.Err, tc.code)
 		}
 	}
-	if n := cs.Len(); n != 2 {
+	if n := cs.held(); n != 2 {
 		t.Errorf("%d clients held, want 2", n)
 	}
 	// No poller holds them any more: both are dropped.
 	eventually(t, 10*time.Second, "the clients dropped", func() bool {
 		runtime.GC()
-		return cs.Len() == 0
+		return cs.held() == 0
 	})
 }
