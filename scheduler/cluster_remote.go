@@ -15,12 +15,16 @@ import (
 
 // owner is the owner of e's shard for the source object: this member for
 // the shards it polls, else the store's, nil when none or not a cluster.
+// A shard this member gave up (handed over, or its lease ran short) is
+// still its own while a poll of e runs or e's state waits for its commit:
+// the store keeps the claim until then (Drained), and the store's owners,
+// read every ownersEvery, may still name the member before this one.
 // mu held.
 func (s *Scheduler) owner(e *entry) *string {
 	if s.own == nil {
 		return nil
 	}
-	if s.active[e.shard] {
+	if s.active[e.shard] || e.busy || !s.flush.clean(e.sl) {
 		name := s.own.Name()
 		return &name
 	}

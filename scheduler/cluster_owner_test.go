@@ -1,0 +1,56 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/pacer-dev/pacer/store"
+)
+
+// nameOnly is an Ownership of which owner uses only the name.
+type nameOnly struct{ Ownership }
+
+func (nameOnly) Name() string { return "me" }
+
+// TestOwnerWhileGivingUp is the owner a member shows (contract 8.6): itself
+// for a shard it polls, and for a shard it gave up while its poll of the
+// source runs or its state waits for the commit (the store holds its claim
+// until then, and the store's owners it read may still name a member
+// before it); else the store's owner, or none.
+func TestOwnerWhileGivingUp(t *testing.T) {
+	tests := []struct {
+		name    string
+		active  bool
+		busy    bool
+		pending bool // a write waits in the flusher
+		flying  bool // a write is in the commit in progress
+		owners  map[int]string
+		want    string // "" for nil
+	}{
+		{name: "polled shard", active: true, owners: map[int]string{0: "old"}, want: "me"},
+		{name: "given up, idle", owners: map[int]string{0: "next"}, want: "next"},
+		{name: "given up, no owner known", want: ""},
+		{name: "given up, poll in flight", busy: true, owners: map[int]string{0: "old"}, want: "me"},
+		{name: "given up, state queued", pending: true, owners: map[int]string{0: "old"}, want: "me"},
+		{name: "given up, state in the commit", flying: true, want: "me"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFlusher(nil, nil, nil, nil, nil)
+			s := &Scheduler{own: nameOnly{}, flush: f, owners: tt.owners}
+			s.active[0] = tt.active
+			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.slot("src")}
+			if tt.pending {
+				f.queue = append(f.queue, write{sl: e.sl, st: store.SourceState{Name: "src"}})
+				e.sl.pend = 0
+			}
+			e.sl.inFlight = tt.flying
+			got := ""
+			if o := s.owner(e); o != nil {
+				got = *o
+			}
+			if got != tt.want {
+				t.Errorf("owner = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
