@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/pacer-dev/pacer/store"
 )
 
 const (
@@ -78,6 +83,11 @@ func TestFaultCrashCluster(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed>>7|1))
 	t.Logf("seed %d", seed)
 	dsn, _ := pgStore(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
 	fu := newFaultUpstream(t)
 	srcs := crashSources(fu)
 	body := crashConfig(srcs)
@@ -135,12 +145,10 @@ func TestFaultCrashCluster(t *testing.T) {
 		i := rng.IntN(crashMembers)
 		m := ms[i]
 		sleepUntil(restartedAt.Add(100*time.Millisecond + time.Duration(rng.Int64N(int64(1400*time.Millisecond)))))
-		owned := map[string]bool{}
-		for src, o := range (&member{name: m.name, d: m.d}).owners(t) {
-			if o == m.name {
-				owned[src] = true
-			}
-		}
+		// Stopped, the victim neither starts a poll nor gives a shard back
+		// while its claims are read.
+		m.d.signal(syscall.SIGSTOP)
+		owned := claimedSources(t, db, m.name, srcs)
 		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned})
 		m.d.kill()
 		t.Logf("kill %d: %s at %s, owning %d sources", k, m.name, kills[k].at.Format("15:04:05.000"), len(owned))
@@ -255,6 +263,40 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 		}
 	}
 	return doubles, lost, unanswered
+}
+
+// claimedSources reads from the store the sources of the shards victim
+// holds a claim on (with or without time left: a poll it started before
+// its lease ran short may still run). A member starts polls only of the
+// shards it holds and gives one back only once its polls of it have ended
+// and their states are committed (rule 8.4), so with victim stopped these
+// are every source of which a kill of it can cut a poll off, without the
+// lag of its API's view.
+func claimedSources(t *testing.T, db *sql.DB, victim string, srcs []crashSrc) map[string]bool {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), "SELECT shard FROM cluster_shards WHERE owner = $1", victim)
+	if err != nil {
+		t.Fatalf("claims of %s: %v", victim, err)
+	}
+	defer rows.Close()
+	held := map[int]bool{}
+	for rows.Next() {
+		var sh int
+		if err := rows.Scan(&sh); err != nil {
+			t.Fatalf("claims of %s: %v", victim, err)
+		}
+		held[sh] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("claims of %s: %v", victim, err)
+	}
+	owned := map[string]bool{}
+	for _, s := range srcs {
+		if held[store.ShardOf(s.name, "")] {
+			owned[s.name] = true
+		}
+	}
+	return owned
 }
 
 // crashLastArrival is the time of the last request on path (zero if none).
