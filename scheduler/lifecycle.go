@@ -239,8 +239,9 @@ func shutdownGrace(timeout time.Duration) time.Duration {
 }
 
 // drainPolls stops the workers and waits for the polls in flight until cut,
-// then cancels those left and waits for them until polled; it logs the
-// polls it leaves behind.
+// then cancels those left and waits for them until polled; those still
+// running then are recorded as interrupted without them (abandonPolls),
+// and logged.
 func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 	s.working.cancel()
 	done := make(chan struct{})
@@ -252,7 +253,10 @@ func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
 		s.polling.cancel()
 		if !awaitBy(s.clock, done, polled) {
-			s.log.Error("shutdown: polls in flight did not end after their cancellation; leaving them unrecorded", "polls", s.inflightN.Load())
+			s.mu.Lock()
+			n := s.abandonPolls(s.clock.Now())
+			s.mu.Unlock()
+			s.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them", "polls", n)
 			return
 		}
 	}

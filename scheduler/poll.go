@@ -91,6 +91,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 		s.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
+	s.linkClaimed(j)
 	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 
@@ -194,11 +195,15 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 // meanwhile), the commit and the next poll.
 func (s *Scheduler) finish(j *job, p pollResult) {
 	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
-	s.m.poll(o.kind).Inc()
 	rec := recordOf(j.e.name, &p, &o)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if j.abandoned {
+		return // a shutdown recorded it as interrupted (abandonPolls)
+	}
+	s.unlinkClaimed(j)
+	s.m.poll(o.kind).Inc()
 	e := j.e
 	e.busy = false
 	s.countSkipped(j, o.end)

@@ -116,6 +116,13 @@ type job struct {
 	readyAt  time.Time // when it entered the global queue (semaphore wait)
 	trigger  bool
 	group    *group // the group it was dispatched through, or nil
+
+	// From its claim to its finish, under Scheduler.mu: when it was
+	// claimed, its place in Scheduler.claimed, and whether a shutdown
+	// recorded it as interrupted without waiting for its end.
+	claimedAt  time.Time
+	prev, next *job
+	abandoned  bool
 }
 
 // fifo is a FIFO of jobs. It needs no bound of its own: a source is in at

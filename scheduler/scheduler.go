@@ -106,8 +106,12 @@ type Scheduler struct {
 	due        dueHeap
 	groups     map[string]*group
 	workers    []context.CancelFunc // one per worker goroutine
-	ready      *fifo
-	wake       chan struct{}
+	// claimed lists the polls claimed and not yet finished, through
+	// job.prev and job.next: what a shutdown records as interrupted when
+	// they do not end after their cancellation (abandonPolls).
+	claimed *job
+	ready   *fifo
+	wake    chan struct{}
 	// localLog rate-limits the warnings about local errors (mu held).
 	localLog localLog
 	// flapping lists the sources with coalesced throttle transitions to

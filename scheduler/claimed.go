@@ -1,0 +1,73 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/store"
+)
+
+// The polls in flight, as the shutdown sees them: a claimed job is linked
+// into Scheduler.claimed until its finish, so that a shutdown whose
+// cancelled polls do not end in their grace can still record each of them
+// as interrupted (contract rule 3.10: the polls cut off by SIGTERM are
+// recorded as interrupted), instead of leaving them as a crash would.
+
+// abandonedError is the error of the record of a poll that a shutdown
+// recorded as interrupted without its end.
+const abandonedError = "shutdown: the poll did not end after its cancellation"
+
+// linkClaimed records j as claimed at the clock's time. mu held.
+func (s *Scheduler) linkClaimed(j *job) {
+	j.claimedAt = s.clock.Now()
+	j.prev, j.next = nil, s.claimed
+	if s.claimed != nil {
+		s.claimed.prev = j
+	}
+	s.claimed = j
+}
+
+// unlinkClaimed removes j from the claimed polls. mu held.
+func (s *Scheduler) unlinkClaimed(j *job) {
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else if s.claimed == j {
+		s.claimed = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	}
+	j.prev, j.next = nil, nil
+}
+
+// abandonPolls records every claimed poll that has not finished as
+// interrupted at now, as its finish would have after its cancellation
+// (an interrupted poll counts for nothing and leaves its source due from
+// its start), and marks it so that its finish, should it still come, does
+// nothing. It returns how many. Called by the shutdown once the polls'
+// grace is over. mu held.
+func (s *Scheduler) abandonPolls(now time.Time) int {
+	n := 0
+	for s.claimed != nil {
+		j := s.claimed
+		s.unlinkClaimed(j)
+		j.abandoned = true
+		n++
+		e := j.e
+		o := outcome{kind: store.OutcomeInterrupted, start: j.claimedAt.Truncate(time.Microsecond),
+			end: now.Truncate(time.Microsecond), err: abandonedError, brk: breaker.Snapshot{State: breaker.Closed}}
+		if e.brk != nil {
+			o.brk = e.brk.Snapshot()
+		}
+		s.m.poll(o.kind).Inc()
+		rec := &store.PollRecord{Source: e.name, StartedAt: o.start.UTC(), DurationMs: now.Sub(j.claimedAt).Milliseconds(),
+			Outcome: o.kind, Error: o.err}
+		e.busy = false
+		var evs []store.Event
+		if j.gen == e.gen {
+			evs = s.applyPoll(e, e.brk, o)
+		}
+		s.save(e, rec, evs...)
+	}
+	return n
+}
