@@ -55,7 +55,9 @@ func (m *crashMember) launch(t *testing.T, i int, dsn, body string) {
 	t.Helper()
 	m.name = fmt.Sprintf("m%d-%d", i+1, m.restarts)
 	m.restarts++
-	writeFile(t, m.in.cfgPath, "store: \""+dsn+"\"\nadmin:\n  listen: \""+m.in.addr+"\"\n"+
+	// Replaced, not rewritten: the status snapshots read m's config
+	// while it restarts.
+	replaceFile(t, m.in.cfgPath, "store: \""+dsn+"\"\nadmin:\n  listen: \""+m.in.addr+"\"\n"+
 		fmt.Sprintf("cluster: {name: %s, lease: %s}\n", m.name, clusterLease)+body)
 	m.d = faultSpawn(m.in)
 }

@@ -270,6 +270,18 @@ func writeFile(t testing.TB, path, content string) {
 	}
 }
 
+// replaceFile writes content to path through a temporary file renamed
+// over it, so that a process reading path meanwhile sees the old content
+// or the new one, never an empty or partial file.
+func replaceFile(t testing.TB, path, content string) {
+	t.Helper()
+	tmp := path + ".new"
+	writeFile(t, tmp, content)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatalf("rename %s: %v", tmp, err)
+	}
+}
+
 // baseEnv is the test's environment without PACER_CONFIG, plus extra.
 func baseEnv(extra []string) []string {
 	var env []string
