@@ -219,7 +219,13 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		}
 		clusterView = d.mb
 	}
+	// The signal handlers come before the admin port opens: a SIGTERM
+	// sent once it listens waits in d.sigs for serve, instead of killing
+	// the process before start installs them.
+	d.sigs = make(chan os.Signal, 4)
+	signal.Notify(d.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if err := d.listen(token, reg, clusterView); err != nil {
+		signal.Stop(d.sigs)
 		d.closeListener()
 		return nil, err
 	}
@@ -261,12 +267,11 @@ func (d *runner) closeListener() {
 	}
 }
 
-// start installs the signal handlers, then starts the scheduler (from the
-// preloaded states when there are some), the cluster member and the admin
-// server, in that order: READY=1 follows once every source is loaded.
+// start starts the scheduler (from the preloaded states when there are
+// some), the cluster member and the admin server, in that order, the
+// signal handlers being in place (newRunner): READY=1 follows once every
+// source is loaded.
 func (d *runner) start(states []store.SourceState) error {
-	d.sigs = make(chan os.Signal, 4)
-	signal.Notify(d.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	var err error
 	if states != nil {
 		err = d.sched.StartFrom(states)
