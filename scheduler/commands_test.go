@@ -112,3 +112,87 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		t.Errorf("withdrawn command = %+v; want it expired with the CLI's reason", got)
 	}
 }
+
+// TestOrphanedCommandsSettled: a daemon killed between its claim of a
+// command and its result leaves the command claimed, and the CLI that
+// queued it waited 35 s for nothing. The next daemon on the store completes
+// such commands from the committed states: applied when the state shows
+// the command's effect, else "not applied" (a trigger: cannot be told).
+// A command still pending is applied as usual.
+func TestOrphanedCommandsSettled(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `sources:
+  - {name: paused, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+  - {name: notpaused, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+  - {name: failing, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+  - {name: healthy, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+  - {name: pending, type: exec, command: ["true"], schedule: "0 0 1 1 *"}
+`)
+	path := filepath.Join(dir, "pacer.db")
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// What the killed daemon committed before it died.
+	if err := st.SaveBatch(t.Context(), []store.SourceState{
+		{Name: "paused", Paused: true, PausedReason: "kept"},
+		{Name: "failing", ConsecutiveFailures: 2, LastError: "boom"},
+	}, nil, 10); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cmd     store.Command
+		claimed bool
+		want    string
+	}{
+		{store.Command{Source: "paused", Action: ActionPause, Reason: "kept"}, true, ""},
+		{store.Command{Source: "notpaused", Action: ActionPause, Reason: "lost"}, true, orphanLost},
+		{store.Command{Source: "paused", Action: ActionResume}, true, orphanLost},
+		{store.Command{Source: "notpaused", Action: ActionResume}, true, ""},
+		{store.Command{Source: "failing", Action: ActionReset}, true, orphanLost},
+		{store.Command{Source: "healthy", Action: ActionReset}, true, ""},
+		{store.Command{Source: "healthy", Action: ActionTrigger}, true, orphanTrigger},
+		{store.Command{Source: "gone", Action: ActionPause}, true, orphanLost},
+		{store.Command{Source: "pending", Action: ActionPause, Reason: "now"}, false, ""},
+	}
+	for i := range cases {
+		c := &cases[i].cmd
+		if err := st.EnqueueCommand(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		if cases[i].claimed {
+			if ok, err := st.ClaimCommand(t.Context(), c.ID); err != nil || !ok {
+				t.Fatalf("claim %d: %v %v", c.ID, ok, err)
+			}
+		}
+	}
+	s, err := New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(), CommandInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Shutdown(5 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, tc := range cases {
+		var got store.Command
+		waitUntil(t, "command "+tc.cmd.Action+" "+tc.cmd.Source+" done", 10*time.Second, func() bool {
+			got, err = st.GetCommand(t.Context(), tc.cmd.ID)
+			return err == nil && got.Status == store.CommandDone
+		})
+		if got.Result != tc.want {
+			t.Errorf("%s %s (claimed %v): result %q, want %q", tc.cmd.Action, tc.cmd.Source, tc.claimed, got.Result, tc.want)
+		}
+	}
+	if o, _ := s.Source("pending"); o.State != StatePaused {
+		t.Errorf("pending: %s, want paused by its command", o.State)
+	}
+	if o, _ := s.Source("notpaused"); o.State == StatePaused {
+		t.Errorf("notpaused: paused by a command settled as not applied")
+	}
+}

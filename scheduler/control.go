@@ -239,6 +239,9 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 // update, so a command is either applied and reported so or withdrawn and
 // never applied, and a trigger runs at most once.
 func (s *Scheduler) commands(ctx context.Context) {
+	if s.own == nil {
+		s.settleOrphans(ctx)
+	}
 	for {
 		if !sleep(ctx, s.clock, s.cmdEvery) {
 			return

@@ -44,6 +44,7 @@ type Store interface {
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	PendingCommands(ctx context.Context) ([]store.Command, error)
 	ClaimCommand(ctx context.Context, id uint64) (bool, error)
+	OrphanedCommands(ctx context.Context) ([]store.Command, error)
 	CompleteCommand(ctx context.Context, id uint64, result, code string) error
 	Writable(ctx context.Context) error
 }

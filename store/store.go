@@ -364,6 +364,25 @@ func (s *Store) ExpireCommand(ctx context.Context, id uint64, reason string) (bo
 	return res.RowsAffected == 1, nil
 }
 
+// OrphanedCommands returns the commands claimed (CommandApplying) and not
+// done, oldest first, at most MaxPendingCommands of them. On a store one
+// daemon holds, these were claimed by a daemon that stopped before it
+// recorded their results (a crash between the two): the daemon that holds
+// the store next completes them, so that a CLI waiting for one gets an
+// answer.
+func (s *Store) OrphanedCommands(ctx context.Context) ([]Command, error) {
+	out := make([]Command, 0)
+	err := s.db.WithContext(ctx).
+		Where("done_at IS NULL AND status = ?", CommandApplying).
+		Order("id").
+		Limit(MaxPendingCommands).
+		Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: orphaned commands: %w", err)
+	}
+	return out, nil
+}
+
 // CompleteCommand marks a command done with its result ("" = success) and
 // code ("not_found", "conflict" or ""). Completing a command that is already
 // done (or expired) keeps the first result and is not an error; an unknown

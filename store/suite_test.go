@@ -814,6 +814,10 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 	if c := status(claimed.ID); c.Status != store.CommandApplying || c.DoneAt != nil {
 		t.Errorf("claimed command = %+v; want applying, not done", c)
 	}
+	// Claimed and not completed: what a daemon killed in between leaves.
+	if o, err := cliSide.OrphanedCommands(ctx); err != nil || len(o) != 1 || o[0].ID != claimed.ID {
+		t.Errorf("OrphanedCommands = %+v, %v; want the claimed command only", o, err)
+	}
 	if err := daemon.CompleteCommand(ctx, claimed.ID, "", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -829,6 +833,9 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 	}
 	if p, err := daemon.PendingCommands(ctx); err != nil || len(p) != 0 {
 		t.Errorf("PendingCommands = %+v, %v; want none (one done, one expired)", p, err)
+	}
+	if o, err := daemon.OrphanedCommands(ctx); err != nil || len(o) != 0 {
+		t.Errorf("OrphanedCommands = %+v, %v; want none (one done, one expired)", o, err)
 	}
 	if err := daemon.CompleteCommand(ctx, expired.ID, "", ""); err != nil {
 		t.Fatal(err)
