@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -27,6 +28,25 @@ func (p *pendingHook) PendingCommands(ctx context.Context) ([]store.Command, err
 	return cmds, err
 }
 
+// startCommandReader starts a scheduler on cfg and st that reads its
+// command queue every 50 ms, shut down when t ends.
+func startCommandReader(t *testing.T, cfg *config.Config, st Store) *Scheduler {
+	t.Helper()
+	s, err := New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(), CommandInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Shutdown(5 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
 // TestExpiredCommandNeverApplied (hardening item 4): the CLI withdraws a
 // command (its wait ran out; it reports "not applied") after the daemon
 // read it as pending but before it applied it. The daemon applies only
@@ -44,12 +64,12 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer daemonStore.Close()
+	t.Cleanup(func() { _ = daemonStore.Close() }) // after the scheduler's shutdown (cleanups run last first)
 	cli, err := store.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { _ = cli.Close() })
 	withdrawn := &store.Command{Source: "withdrawn", Action: ActionPause}
 	kept := &store.Command{Source: "kept", Action: ActionPause}
 	for _, c := range []*store.Command{withdrawn, kept} {
@@ -70,18 +90,7 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		}
 		expired <- ok
 	}}
-	s, err := New(cfg, Options{Store: hook, Registry: prometheus.NewRegistry(), CommandInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Shutdown(5 * time.Second); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := startCommandReader(t, cfg, hook)
 	status := func(c *store.Command) store.Command {
 		got, err := cli.GetCommand(t.Context(), c.ID)
 		if err != nil {
@@ -133,7 +142,7 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { _ = st.Close() }) // after the scheduler's shutdown (cleanups run last first)
 	// What the killed daemon committed before it died.
 	if err := st.SaveBatch(t.Context(), []store.SourceState{
 		{Name: "paused", Paused: true, PausedReason: "kept"},
@@ -167,18 +176,7 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 			}
 		}
 	}
-	s, err := New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(), CommandInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Shutdown(5 * time.Second); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := startCommandReader(t, cfg, st)
 	for _, tc := range cases {
 		var got store.Command
 		waitUntil(t, "command "+tc.cmd.Action+" "+tc.cmd.Source+" done", 10*time.Second, func() bool {
