@@ -321,13 +321,20 @@ func (s *Store) PendingCommands(ctx context.Context) ([]Command, error) {
 	case err != nil:
 		return nil, fmt.Errorf("store: pending commands: %w", err)
 	}
+	return s.openCommands(ctx, CommandPending)
+}
+
+// openCommands returns the commands not done with status, oldest first, at
+// most MaxPendingCommands of them, their times normalized.
+func (s *Store) openCommands(ctx context.Context, status string) ([]Command, error) {
+	out := make([]Command, 0)
 	err := s.db.WithContext(ctx).
-		Where("done_at IS NULL AND status = ?", CommandPending).
+		Where("done_at IS NULL AND status = ?", status).
 		Order("id").
 		Limit(MaxPendingCommands).
 		Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("store: pending commands: %w", err)
+		return nil, fmt.Errorf("store: %s commands: %w", status, err)
 	}
 	for i := range out {
 		out[i].normalize()
@@ -371,16 +378,7 @@ func (s *Store) ExpireCommand(ctx context.Context, id uint64, reason string) (bo
 // the store next completes them, so that a CLI waiting for one gets an
 // answer.
 func (s *Store) OrphanedCommands(ctx context.Context) ([]Command, error) {
-	out := make([]Command, 0)
-	err := s.db.WithContext(ctx).
-		Where("done_at IS NULL AND status = ?", CommandApplying).
-		Order("id").
-		Limit(MaxPendingCommands).
-		Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("store: orphaned commands: %w", err)
-	}
-	return out, nil
+	return s.openCommands(ctx, CommandApplying)
 }
 
 // CompleteCommand marks a command done with its result ("" = success) and
