@@ -369,7 +369,7 @@ func TestFaultCrash(t *testing.T) {
 		epochStart := cutoff
 		label := fmt.Sprintf("epoch %d", k)
 		d := faultSpawn(in)
-		runq := faultSampleRunq(d.pid())
+		runq := sampleRunq(d.pid())
 		t.Cleanup(runq.Stop)
 		logMu.Lock()
 		epochLogs = append(epochLogs, d.logs)

@@ -401,6 +401,7 @@ type daemon struct {
 	started time.Time
 	exitAt  time.Time
 	state   *os.ProcessState
+	runq    *runqSampler // set by watchStarvation
 }
 
 // start runs "pacer run" and waits until /readyz answers 200.

@@ -215,6 +215,7 @@ func TestNotifyHangingReceiverDoesNotSlowPolls(t *testing.T) {
 	in := newInst(t)
 	in.writeConfig(b.String())
 	d := in.start()
+	d.watchStarvation()
 	from := time.Now().Add(2 * time.Second)
 	until := from.Add(hang)
 	flips, maxPending := 0, 0.0
@@ -233,8 +234,9 @@ func TestNotifyHangingReceiverDoesNotSlowPolls(t *testing.T) {
 	for i := range n {
 		u.Set(fmt.Sprintf("/f%02d", i), behavior{})
 	}
-	// Each source was polled at least every 1.5 s: no start lag from the
-	// hanging receiver.
+	// Each source was polled at least every 1.5 s (plus what the machine
+	// took from the processes meanwhile): no start lag from the hanging
+	// receiver.
 	var maxGap time.Duration
 	for i := range n {
 		ts := u.Times(fmt.Sprintf("/f%02d", i))
@@ -246,8 +248,10 @@ func TestNotifyHangingReceiverDoesNotSlowPolls(t *testing.T) {
 			if !prev.IsZero() {
 				maxGap = max(maxGap, at.Sub(prev))
 			}
-			if !prev.IsZero() && at.Sub(prev) > 1500*time.Millisecond {
-				t.Errorf("f%02d: %v between two polls at %v", i, at.Sub(prev), at.Format(time.StampMilli))
+			// A starved machine delays every process, the daemon too:
+			// the bound grows by the stall this process saw meanwhile.
+			if !prev.IsZero() && at.Sub(prev) > d.within(1500*time.Millisecond, prev, at) {
+				t.Errorf("f%02d: %v between two polls at %v (bound with the machine's stall %v)", i, at.Sub(prev), at.Format(time.StampMilli), d.within(1500*time.Millisecond, prev, at))
 			}
 			prev = at
 		}
