@@ -194,6 +194,7 @@ sources:
 ` + jitterSources(u) + `
 `)
 	d := in.start()
+	d.watchStarvation()
 	u.waitArrivals(t, "/bk", 5, 16*time.Second)
 	ts := u.Times("/bk")
 	want := []time.Duration{1500 * time.Millisecond, 3 * time.Second, 3 * time.Second, 3 * time.Second}
@@ -202,7 +203,7 @@ sources:
 		if gap < w {
 			t.Errorf("bk: poll %d came %s after failure %d; the backoff is %s", i+2, gap.Round(time.Millisecond), i+1, w)
 		}
-		if gap > w+1200*time.Millisecond {
+		if gap > d.within(w+1200*time.Millisecond, ts[i], ts[i+1]) {
 			t.Errorf("bk: poll %d came %s after failure %d; the backoff is %s (and ticks are 1s)", i+2, gap.Round(time.Millisecond), i+1, w)
 		}
 	}
@@ -223,7 +224,7 @@ sources:
 		ts := u.Times(p)
 		gap := ts[1].Sub(ts[0])
 		gaps = append(gaps, gap)
-		if gap < 950*time.Millisecond || gap > 3600*time.Millisecond {
+		if gap < 950*time.Millisecond || gap > d.within(3600*time.Millisecond, ts[0], ts[1]) {
 			t.Errorf("%s: next poll %s after a failure with backoff 2s +/- 50%%", p, gap.Round(time.Millisecond))
 		}
 	}
@@ -239,12 +240,20 @@ sources:
 	if len(tt) < 3 {
 		t.Fatalf("tick: %d polls", len(tt))
 	}
-	// Arrival times carry each poll's start lag (up to tens of ms on a busy
+	// Arrival times carry each poll's start lag (up to tens of ms on a quiet
 	// machine), so two polls on consecutive 2s ticks may arrive a little
-	// less than 2s apart; a poll on the backoff (at most 1.1s) cannot.
+	// less than 2s apart; a poll on the backoff (at most 1.1s) cannot. A
+	// starved machine delays the earlier poll's start by about what it took
+	// from the daemon before it (up to its tick 2 s earlier), and the later
+	// one's by what it took before that one: both margins come from the
+	// machine's stall over those intervals.
 	for i := 1; i < len(tt); i++ {
-		if gap := tt[i].Sub(tt[i-1]); gap < 1800*time.Millisecond || gap > 3*time.Second {
-			t.Errorf("tick: failing polls %s apart; a 100ms-1s backoff must not poll before the next 2s tick", gap.Round(time.Millisecond))
+		gap := tt[i].Sub(tt[i-1])
+		early := d.within(0, tt[i-1].Add(-2*time.Second), tt[i-1])
+		late := d.within(0, tt[i-1], tt[i])
+		if gap < 1800*time.Millisecond-early || gap > 3*time.Second+late {
+			t.Errorf("tick: failing polls %s apart (machine stalls: %s before the first, %s between); a 100ms-1s backoff must not poll before the next 2s tick",
+				gap.Round(time.Millisecond), early.Round(time.Millisecond), late.Round(time.Millisecond))
 		}
 	}
 }
