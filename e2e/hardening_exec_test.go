@@ -113,6 +113,7 @@ sources:
   - {name: stuck, type: exec, schedule: "@every 1s", timeout: 1m, command: [sh, -c, "setsid sleep 304 & exec sleep 60"], env: {%s: %s}}
 `, mark.key, mark.value))
 	d := in.start()
+	d.watchStarvation()
 	eventually(t, 20*time.Second, "the poll running with its setsid grandchild", func() error {
 		got := mark.scan()
 		var cmds []string
@@ -145,7 +146,7 @@ sources:
 	if code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0", code)
 	}
-	if took > 3*time.Second {
+	if took > d.within(3*time.Second, sent, sent.Add(took)) {
 		t.Errorf("SIGTERM to exit took %s; shutdown_timeout is 2s (bound 3s)", took.Round(time.Millisecond))
 	}
 	softly(t, 2*time.Second, "no marked process after the daemon exited", func() error {

@@ -86,17 +86,19 @@ func fileExists(p string) bool {
 // Waiting.
 
 // eventually polls cond every 20ms until it returns nil, and fails the test
-// with cond's last error when timeout passes first.
+// with cond's last error when timeout passes first. The timeout grows by the
+// lateness this process saw meanwhile (stalls): a starved machine delays the
+// daemon as much, and a quiet one keeps the bound strict.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for {
 		err := cond()
 		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		if now := time.Now(); now.After(start.Add(stalls.within(timeout, start, now))) {
+			t.Fatalf("timed out after %s waiting for %s: %v", now.Sub(start).Round(time.Millisecond), what, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -106,14 +108,14 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 // and returns false when timeout passes first.
 func softly(t testing.TB, timeout time.Duration, what string, cond func() error) bool {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for {
 		err := cond()
 		if err == nil {
 			return true
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("timed out after %s waiting for %s: %v", timeout, what, err)
+		if now := time.Now(); now.After(start.Add(stalls.within(timeout, start, now))) {
+			t.Errorf("timed out after %s waiting for %s: %v", now.Sub(start).Round(time.Millisecond), what, err)
 			return false
 		}
 		time.Sleep(20 * time.Millisecond)
