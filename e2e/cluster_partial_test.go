@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,10 +39,10 @@ func TestClusterSourceOnOneMember(t *testing.T) {
 	u := newUpstream(t)
 	soloM1 := elsewhere(t, "solo-m1-", "m2", "m1", "m2") // only m1 has it; its shard is m2's share
 	soloM2 := elsewhere(t, "solo-m2-", "m1", "m1", "m2")
-	body := func(solo string) string {
+	body := func(solo ...string) string {
 		var b strings.Builder
 		b.WriteString("concurrency: 4\ndefaults:\n  schedule: \"@every 1s\"\n  timeout: 5s\nsources:\n")
-		for _, name := range []string{"c0", "c1", "c2", "c3", solo} {
+		for _, name := range append([]string{"c0", "c1", "c2", "c3"}, solo...) {
 			u.Set("/"+name, behavior{})
 			fmt.Fprintf(&b, "  - {name: %s, type: http, url: \"%s\"}\n", name, u.URL("/"+name))
 		}
@@ -73,5 +75,42 @@ func TestClusterSourceOnOneMember(t *testing.T) {
 		if u.Count("/"+name) == 0 {
 			t.Errorf("%s (in both configs) never polled", name)
 		}
+	}
+
+	// m2's config gains m1's source (a reload): both have it, and its
+	// shard is m2's share again.
+	replaceConfig(t, ms[1], body(soloM2, soloM1))
+	ms[1].d.signal(syscall.SIGHUP)
+	eventually(t, 2*clusterLease+5*time.Second, "m1's source, now in m2's config too, owned by m2", func() error {
+		if o := ms[0].owners(t)[soloM1]; o != "m2" {
+			return errf("%s: m1 shows owner %q", soloM1, o)
+		}
+		return nil
+	})
+	since = time.Now()
+	eventually(t, 10*time.Second, "m1's source polled by m2", func() error {
+		if n := u.CountSince("/"+soloM1, since); n < 3 {
+			return errf("%s polled %d times since m2 owns it", soloM1, n)
+		}
+		return nil
+	})
+}
+
+// replaceConfig replaces m's config with body under the header
+// launchMember wrote, by a rename (the daemon may read it meanwhile).
+func replaceConfig(t *testing.T, m *member, body string) {
+	t.Helper()
+	old, err := os.ReadFile(m.in.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, ok := strings.Cut(string(old), "\nconcurrency:") // the line of body, not the cluster's
+	if !ok {
+		t.Fatalf("config of %s has no concurrency line:\n%s", m.name, old)
+	}
+	tmp := m.in.cfgPath + ".new"
+	writeFile(t, tmp, header+"\n"+body)
+	if err := os.Rename(tmp, m.in.cfgPath); err != nil {
+		t.Fatal(err)
 	}
 }
