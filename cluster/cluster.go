@@ -7,7 +7,10 @@
 //
 // Shares follow rendezvous hashing (Assign): each member computes the same
 // share from the same list of live members, and when a member joins or
-// leaves only the shards it gains or loses move. Leases and heartbeats are
+// leaves only the shards it gains or loses move. While the members'
+// sources configs differ, a shard's share is among the members with the
+// most of its sources (Candidates), so that a source that only some
+// members have is owned by one of them (rule 8.1). Leases and heartbeats are
 // on the database's clock (the store); the member turns a lease into a
 // deadline on its own monotonic clock, taken before the call that granted
 // it, and stops starting polls of a shard margin before that deadline, so
