@@ -45,6 +45,9 @@ func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **sc
 		Drained:     func(shard int) bool { return (*sched).Drained(shard) },
 		Stats:       func() (int, int) { return (*sched).ClusterStats() },
 		Logger:      log,
+
+		// The scheduler's shards (store.ShardOf with the limits group).
+		ShardSources: shardSources(cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -107,6 +110,23 @@ func sourcesFingerprint(cfg *config.Config) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// shardSources counts the sources of cfg on each shard, as the scheduler
+// places them: a shard goes to a member that has its sources (rule 8.1).
+func shardSources(cfg *config.Config) map[int]int {
+	out := map[int]int{}
+	for i := range cfg.Sources {
+		out[store.ShardOf(cfg.Sources[i].Name, cfg.Sources[i].Limit)]++
+	}
+	return out
+}
+
+// setSources tells the cluster what the member's sources config is after
+// a reload: its shards' counts, then its fingerprint.
+func (mb *member) setSources(cfg *config.Config) {
+	mb.m.SetShardSources(shardSources(cfg))
+	mb.m.SetFingerprint(sourcesFingerprint(cfg))
 }
 
 // shardOwners are the owners of a cluster's shards as status shows them;

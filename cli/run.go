@@ -323,7 +323,7 @@ func (d *runner) serve(f *flags, env Env) error {
 			release := d.cfg == prev || parsedMost(d.cfg)
 			d.send.SetConfig(d.cfg.Notify, d.cfg.Redactor())
 			if d.mb != nil {
-				d.mb.m.SetFingerprint(sourcesFingerprint(d.cfg))
+				d.mb.setSources(d.cfg)
 			}
 			sdNotify("READY=1\nSTATUS=" + status())
 			if release {

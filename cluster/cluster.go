@@ -7,7 +7,10 @@
 //
 // Shares follow rendezvous hashing (Assign): each member computes the same
 // share from the same list of live members, and when a member joins or
-// leaves only the shards it gains or loses move. Leases and heartbeats are
+// leaves only the shards it gains or loses move. While the members'
+// sources configs differ, a shard's share is among the members with the
+// most of its sources (Candidates), so that a source that only some
+// members have is owned by one of them (rule 8.1). Leases and heartbeats are
 // on the database's clock (the store); the member turns a lease into a
 // deadline on its own monotonic clock, taken before the call that granted
 // it, and stops starting polls of a shard margin before that deadline, so
@@ -34,6 +37,8 @@ type Store interface {
 	Heartbeat(ctx context.Context, m store.Member, lease time.Duration) ([]store.Member, error)
 	ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]store.Claim, error)
 	LeaveCluster(ctx context.Context, member string) error
+	PublishShardSources(ctx context.Context, member string, counts map[int]int) error
+	ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -45,6 +50,11 @@ type Options struct {
 	// Fingerprint is the member's sources config fingerprint, shown to the
 	// others (a member with another one is warned about).
 	Fingerprint string
+	// ShardSources is the number of the member's configured sources on
+	// each shard (store.ShardOf with their limits group). Published to
+	// the others, it gives each shard to a member that has its sources
+	// while the members' configs differ (Candidates). nil: not published.
+	ShardSources map[int]int
 	// Drained reports whether the member has no poll of shard in flight
 	// and its states are committed: only then is a shard given back.
 	// nil: always.
@@ -76,6 +86,10 @@ type Member struct {
 	live     []string
 	lastErr  error     // the last round's error, nil when it succeeded
 	warnedAt time.Time // the last warning about another member's config
+	// unpublished: opt.ShardSources changed since the store last had it;
+	// sourcesGen counts its changes.
+	unpublished bool
+	sourcesGen  uint64
 	// lastOK is when the last round succeeded; after an outage longer
 	// than a lease, the members live before it count as live until
 	// graceUntil (see liveAfter).
@@ -98,7 +112,7 @@ func New(st Store, opt Options) (*Member, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Member{st: st, opt: opt, startedAt: opt.Now(), claims: map[int]held{}}, nil
+	return &Member{st: st, opt: opt, startedAt: opt.Now(), claims: map[int]held{}, unpublished: opt.ShardSources != nil}, nil
 }
 
 // margin is how long before a lease's end the member stops starting polls
@@ -142,6 +156,9 @@ func (m *Member) Round(ctx context.Context) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	m.warnFingerprints(members, fp)
+	if err := m.publish(ctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	live := make([]string, 0, len(members))
 	for _, mb := range members {
 		live = append(live, mb.Name)
@@ -149,12 +166,18 @@ func (m *Member) Round(ctx context.Context) error {
 	if !slices.Contains(live, m.opt.Name) {
 		live = append(live, m.opt.Name)
 	}
-	var want, leaving []int
 	m.mu.Lock()
 	live = m.liveAfter(live, m.opt.Now())
+	m.mu.Unlock()
+	has, err := m.holders(ctx, members, live, fp)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	var want, leaving []int
+	m.mu.Lock()
 	for sh := range store.Shards {
 		h, have := m.claims[sh]
-		if Assign(live, sh) == m.opt.Name {
+		if Assign(Candidates(live, has, sh), sh) == m.opt.Name {
 			want = append(want, sh)
 			continue
 		}
@@ -187,6 +210,72 @@ func (m *Member) Round(ctx context.Context) error {
 	m.lastOK = start
 	m.mu.Unlock()
 	return nil
+}
+
+// publish records the member's sources per shard in the store when they
+// changed since, or after a round that failed for more than a lease (the
+// others may have forgotten the member, and its counts with it).
+func (m *Member) publish(ctx context.Context) error {
+	m.mu.Lock()
+	counts, gen := m.opt.ShardSources, m.sourcesGen
+	due := m.unpublished || (!m.lastOK.IsZero() && m.opt.Now().Sub(m.lastOK) > m.opt.Lease)
+	m.mu.Unlock()
+	if !due || counts == nil {
+		return nil
+	}
+	if err := m.st.PublishShardSources(ctx, m.opt.Name, counts); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.sourcesGen == gen {
+		m.unpublished = false
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// holders is, while the live members' sources configs differ (members:
+// their heartbeats; fp: this member's), how many sources each member of
+// live has on each shard; nil while they agree (every member has the same
+// sources: any may own any shard).
+func (m *Member) holders(ctx context.Context, members []store.Member, live []string, fp string) (map[string]map[int]int, error) {
+	differ := false
+	for _, mb := range members {
+		differ = differ || (fp != "" && mb.ConfigFingerprint != "" && mb.ConfigFingerprint != fp)
+	}
+	if !differ {
+		return nil, nil
+	}
+	return m.st.ShardSources(ctx, live)
+}
+
+// Candidates is, of live, the members that may own shard. With has (the
+// number of sources each member has on each shard; nil: alike) it is
+// those with the most sources on the shard, so that a source in one
+// member's config and not in another's is owned, and polled, by one that
+// has it (rule 8.1): the member a source was added to first takes its
+// shard, and a member that still has a source removed from another's
+// config keeps it. Two members each with a source of one shard that the
+// other has not cannot both poll it: the shard goes to one of them until
+// their configs agree.
+func Candidates(live []string, has map[string]map[int]int, shard int) []string {
+	if has == nil {
+		return live
+	}
+	best := 0
+	for _, name := range live {
+		best = max(best, has[name][shard])
+	}
+	if best == 0 {
+		return live
+	}
+	out := make([]string, 0, len(live))
+	for _, name := range live {
+		if has[name][shard] == best {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // liveAfter is the list of live members a round works with, from live,
@@ -346,6 +435,16 @@ func (m *Member) SetFingerprint(fp string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.opt.Fingerprint = fp
+}
+
+// SetShardSources changes the member's number of configured sources per
+// shard (after a reload); the next round publishes it.
+func (m *Member) SetShardSources(counts map[int]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opt.ShardSources = counts
+	m.unpublished = counts != nil
+	m.sourcesGen++
 }
 
 // Name is the member's name.

@@ -44,38 +44,91 @@ func (s *Scheduler) ownsCommand(c store.Command) bool {
 	return s.own.MayStart(store.ShardOf(c.Source, ""))
 }
 
-// remoteWait bounds how long an operator's change made on one member waits
-// for the source's owner to apply it (rule 8.5: within 2 s, plus the commit).
-const remoteWait = 5 * time.Second
+// remoteWaits bound an operator's change made on one member for a source
+// another member owns: apply for the owner to take (claim) the command,
+// then settle for the result of one it took, as the CLI waits (cli:
+// commandWait, settleWait). The zero value is the defaults.
+type remoteWaits struct{ apply, settle time.Duration }
+
+// The defaults of remoteWaits: rule 8.5 is within 2 s, plus the commit;
+// the owner retries recording a result for up to resultWait.
+const (
+	remoteApply  = 5 * time.Second
+	remoteSettle = resultWait
+)
+
+// remoteWaitsOf is w with its defaults.
+func remoteWaitsOf(w remoteWaits) remoteWaits {
+	if w.apply <= 0 {
+		w.apply = remoteApply
+	}
+	if w.settle <= 0 {
+		w.settle = remoteSettle
+	}
+	return w
+}
 
 // remote applies an operator's action on a source this member does not
 // own: through the store's command queue, to its owner. It returns the
-// source as the store shows it afterwards.
+// source as the store shows it once the owner applied it, or the owner's
+// refusal. A command ends in exactly one of two ways, as the CLI's do:
+// applied by an owner that claimed it, or withdrawn (store.ExpireCommand)
+// once no owner took it within the apply bound. A withdrawal that finds
+// the command claimed means the owner is applying it: its result is
+// awaited (within settle), never reported as applied before it is.
 func (s *Scheduler) remote(action, name, reason string) (SourceObject, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), remoteWait)
+	w := remoteWaitsOf(s.remoteWait)
+	ctx, cancel := context.WithTimeout(context.Background(), w.apply+w.settle+time.Second)
 	defer cancel()
 	c := &store.Command{Source: name, Action: action, Reason: reason}
 	if err := s.cst.EnqueueCommand(ctx, c); err != nil {
 		return SourceObject{}, fmt.Errorf("%s %s: %w", action, name, err)
 	}
+	start := s.clock.Now()
+	var expireErr error
 	for {
 		got, err := s.cst.GetCommand(ctx, c.ID)
-		if err == nil && got.Status == store.CommandDone {
-			if got.Result != "" {
-				return SourceObject{}, commandError(got)
+		now := s.clock.Now()
+		if err == nil {
+			if done, o, err := s.remoteDone(ctx, got); done {
+				return o, err
 			}
-			return s.storedView(ctx, name)
+			if got.Status == store.CommandPending && now.Sub(start) > w.apply {
+				ok, err := s.cst.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.apply))
+				if err == nil && ok {
+					return SourceObject{}, fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
+						action, name, w.apply)
+				}
+				// Claimed meanwhile (its result is awaited), or the store
+				// failed: a command still pending may yet be applied.
+				expireErr = err
+			}
 		}
-		if !sleep(ctx, s.clock, 50*time.Millisecond) {
+		if now.Sub(start) > w.apply+w.settle || !sleep(ctx, s.clock, 50*time.Millisecond) {
 			break
 		}
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), time.Second)
-	defer wcancel()
-	if ok, err := s.cst.ExpireCommand(wctx, c.ID, "no owner applied it in time"); err == nil && !ok {
-		return s.storedView(wctx, name) // applied at the last moment
+	if expireErr != nil {
+		return SourceObject{}, fmt.Errorf("%s %s: could not withdraw it from the store (%w): the source's owner may still apply it",
+			action, name, expireErr)
 	}
-	return SourceObject{}, fmt.Errorf("%s %s: the source's owner did not apply it within %v", action, name, remoteWait)
+	return SourceObject{}, fmt.Errorf("%s %s: the source's owner took it but did not report its result within %v",
+		action, name, w.apply+w.settle)
+}
+
+// remoteDone reports whether command c has ended, and then the source
+// object (from the store, once applied) or the error to report.
+func (s *Scheduler) remoteDone(ctx context.Context, c store.Command) (bool, SourceObject, error) {
+	switch {
+	case c.Status == store.CommandExpired:
+		return true, SourceObject{}, fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, c.Result)
+	case c.Status != store.CommandDone:
+		return false, SourceObject{}, nil
+	case c.Result != "":
+		return true, SourceObject{}, commandError(c)
+	}
+	o, err := s.storedView(ctx, c.Source)
+	return true, o, err
 }
 
 // commandError is the error of a command its owner answered with one.

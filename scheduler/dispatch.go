@@ -163,8 +163,9 @@ func (s *Scheduler) requeue(j *job) {
 		s.dropEntry(e)
 		return
 	}
-	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" {
+	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" && !s.dormant(e) {
 		// A trigger survives a change of group: it goes through the new one.
+		// Not a loss of the shard: the worker would refuse it again at once.
 		s.due.remove(e)
 		s.dispatch(e, s.clock.Now(), time.Time{})
 		return

@@ -126,6 +126,7 @@ type Scheduler struct {
 	// daemon. Guarded by mu, except shardNames (read by the flusher).
 	own        Ownership
 	cst        ClusterStore
+	remoteWait remoteWaits        // the waits of a change sent to an owner (zero: defaults)
 	active     [store.Shards]bool // shards whose sources are in the heap
 	activeN    int
 	byShard    [store.Shards][]*entry // rebuilt when shardDirty

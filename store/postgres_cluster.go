@@ -69,7 +69,7 @@ func (shardModel) TableName() string { return tableShards }
 
 // clusterModels are the tables that only a PostgreSQL store has.
 func clusterModels() []model {
-	return []model{{&memberModel{}, false}, {&shardModel{}, false}}
+	return []model{{&memberModel{}, false}, {&shardModel{}, false}, {&memberShardModel{}, false}}
 }
 
 // createClusterTables creates, within tx, the cluster's tables that are
