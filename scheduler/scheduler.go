@@ -22,7 +22,6 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -91,7 +90,7 @@ type Scheduler struct {
 	flush     *flusher
 	clients   *sources.Clients // the http pollers' clients, shared
 	transport *transport
-	deliverer *deliver.Deliverer // of every source with deliver (contract 9.3)
+	deliverer resultDeliverer // of every source with deliver (contract 9.3)
 	maxConc   int
 	cmdEvery  time.Duration
 	loopHook  func()
