@@ -39,6 +39,9 @@ func budgetDaemon(t *testing.T, in *inst) (*daemon, *faultFDSampler) {
 	} else {
 		in.wrap = []string{"sh", "-c", fmt.Sprintf(`ulimit -Sn %d && ulimit -Hn %d && exec "$0" "$@"`, budgetNofile, budgetNofile)}
 	}
+	// Its own temporary directory: the spool files are its alone (the
+	// daemons of other tests remove leftovers from theirs when they start).
+	in.env = append(in.env, "TMPDIR="+t.TempDir())
 	d := faultSpawn(in)
 	fds := faultSampleFDs(d.pid(), 20*time.Millisecond)
 	fds.hold(func() { d.waitReady(60 * time.Second) })

@@ -121,3 +121,50 @@ sources:
 		}
 	})
 }
+
+// TestDescriptorCapPerConfiguration (issue 20 item 12): the descriptor
+// cap depends on the configuration (a delivery's pipes and spool file
+// count in a poll's descriptors), so it is computed again on a reload
+// that adds or removes deliveries, and pacer_concurrency_limit follows.
+func TestDescriptorCapPerConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	// As the daemon computes it: 192 descriptors for polls, 4 a poll, 11
+	// with a delivery command.
+	descCap := func(cfg *config.Config) int {
+		per := 4
+		for _, src := range cfg.Sources {
+			per = max(per, 4+deliver.Descriptors(src.Deliver))
+		}
+		return 192 / per
+	}
+	plain := "concurrency: 64\nsources:\n  - {name: a, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\"}\n"
+	delivering := plain + "  - {name: b, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\", deliver: {command: [\"true\"]}}\n"
+	st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, store: st, reg: prometheus.NewRegistry()}
+	h.s, err = New(writeConfig(t, dir, delivering), Options{Store: st, Registry: h.reg, DescriptorCap: descCap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer h.stop()
+	want := 192 / (4 + deliver.Descriptors(&config.Deliver{Command: []string{"true"}}))
+	if got := h.metric("pacer_concurrency_limit"); int(got) != want {
+		t.Errorf("with a delivery command: pacer_concurrency_limit %v, want %d", got, want)
+	}
+	for _, step := range []struct {
+		body string
+		want int
+	}{{plain, 48}, {delivering, want}} {
+		if err := h.s.Reload(t.Context(), writeConfig(t, dir, step.body)); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.metric("pacer_concurrency_limit"); int(got) != step.want {
+			t.Errorf("after a reload: pacer_concurrency_limit %v, want %d", got, step.want)
+		}
+	}
+}

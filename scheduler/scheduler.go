@@ -59,6 +59,11 @@ type Options struct {
 	// MaxConcurrency, when > 0, caps the configured concurrency (the
 	// descriptor-limit clamp).
 	MaxConcurrency int
+	// DescriptorCap, when set, returns the highest concurrency the
+	// descriptor limit allows for a configuration (its polls' deliveries
+	// hold descriptors too: contract section 7). It is applied with
+	// MaxConcurrency, at New and on every Reload.
+	DescriptorCap func(cfg *config.Config) int
 	// CommandInterval is how often the store's command queue is read
 	// (default 250ms); the CLI's commands take effect within it.
 	CommandInterval time.Duration
@@ -92,6 +97,8 @@ type Scheduler struct {
 	transport *transport
 	deliverer resultDeliverer // of every source with deliver (contract 9.3)
 	maxConc   int
+	descCap   func(*config.Config) int // Options.DescriptorCap
+	cfgCap    int                      // descCap of cfg, or 0
 	cmdEvery  time.Duration
 	loopHook  func()
 	newPoller func(src *config.Source) (sources.Poller, error)
