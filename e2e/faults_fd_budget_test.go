@@ -211,8 +211,8 @@ func TestFaultDescriptorLimitClientPools(t *testing.T) {
 	if bound := min(2*limit+16+18, budgetNofile-budgetAdmin); peak > bound {
 		t.Errorf("peak open descriptors %d (at %s after ready; %s) above %d", peak, peakAt.Sub(readyAt).Round(time.Millisecond), kinds, bound)
 	}
-	t.Logf("TestFaultDescriptorLimitClientPools figures: cap %d; peak fds %d at %s after ready (%d samples; %s); upstream peak connections %d; %d requests served, %d polls counted",
-		limit, peak, peakAt.Sub(readyAt).Round(time.Millisecond), samples, kinds, peakConns, served.Load(), polls)
+	t.Logf("TestFaultDescriptorLimitClientPools figures: cap %d; peak fds %d at %s after ready (%d samples); upstream peak connections %d; %d requests served, %d polls counted; at the peak: %s",
+		limit, peak, peakAt.Sub(readyAt).Round(time.Millisecond), samples, peakConns, served.Load(), polls, kinds)
 }
 
 // Issue 20 item 12: a delivery's pipes, spool file and webhook connection
@@ -292,6 +292,6 @@ func TestFaultDescriptorLimitDeliveries(t *testing.T) {
 		t.Errorf("peak open descriptors %d (at %s after ready; %s) above %d - %d = %d", peak,
 			peakAt.Sub(readyAt).Round(time.Millisecond), kinds, budgetNofile, budgetAdmin, bound)
 	}
-	t.Logf("TestFaultDescriptorLimitDeliveries figures: cap %d; peak fds %d at %s after ready (%d samples; %s); %d polls, %d webhook deliveries, local_error %v, failure %v",
-		limit, peak, peakAt.Sub(readyAt).Round(time.Millisecond), samples, kinds, polls, hooks.Load(), local, failed)
+	t.Logf("TestFaultDescriptorLimitDeliveries figures: cap %d; peak fds %d at %s after ready (%d samples); %d polls, %d webhook deliveries, local_error %v, failure %v; at the peak: %s",
+		limit, peak, peakAt.Sub(readyAt).Round(time.Millisecond), samples, polls, hooks.Load(), local, failed, kinds)
 }
