@@ -185,7 +185,7 @@ func TestNotifySequence(t *testing.T) {
 func TestDescriptorClamp(t *testing.T) {
 	d := startDaemon(t, "concurrency: 500\nsources: []\n", "PACER_TEST_NOFILE=256")
 	metrics := d.get(t, "/metrics")
-	want := fmt.Sprintf("pacer_concurrency_limit %d", fdCap(256))
+	want := fmt.Sprintf("pacer_concurrency_limit %d", fdCap(256, fdsPerPoll))
 	if !strings.Contains(metrics, want+"\n") {
 		t.Errorf("metrics lack %q", want)
 	}

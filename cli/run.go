@@ -188,7 +188,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	} else if n > 0 {
 		log.Info("removed leftover spool files", "count", n)
 	}
-	fdLimit := descriptorCap(cfg.Concurrency, log)
+	fdLimit, fdCapOf := descriptorCap(cfg, log)
 	d := &runner{cfg: cfg, log: log, conc: cfg.Concurrency}
 	if fdLimit > 0 {
 		d.conc = min(d.conc, fdLimit)
@@ -207,7 +207,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName}); err != nil {
 		return nil, err
 	}
-	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, MaxConcurrency: fdLimit, Ownership: own,
+	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, DescriptorCap: fdCapOf, Ownership: own,
 		EventsCommitted: d.send.Wake, EventsDropped: d.send.CountDropped})
 	if err != nil {
 		return nil, err

@@ -8,11 +8,16 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"golang.org/x/sys/unix"
+
+	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/deliver"
 )
 
 // Descriptor budget (contract section 7): each poll in flight may hold up
 // to fdsPerPoll descriptors (an exec poll: stdout and stderr pipes, stdin,
-// a pidfd; an http poll: its connection plus an idle one in the pool), and
+// a pidfd; an http poll: its connection plus an idle one in the pool; the
+// connections of every client setting share that budget, see
+// sources.Transports), plus what its delivery holds (pollFDs), and
 // fdHeadroom are kept for the store, the admin API and its clients.
 const (
 	fdsPerPoll = 4
@@ -25,16 +30,32 @@ const (
 )
 
 // fdCap returns the largest concurrency that fits under a soft descriptor
-// limit of soft, at least 1.
-func fdCap(soft uint64) int {
-	if soft <= fdHeadroom+fdsPerPoll {
+// limit of soft with perPoll descriptors a poll, at least 1.
+func fdCap(soft uint64, perPoll int) int {
+	perPoll = max(perPoll, 1)
+	if soft <= fdHeadroom+uint64(perPoll) {
 		return 1
 	}
-	n := (soft - fdHeadroom) / fdsPerPoll
+	n := (soft - fdHeadroom) / uint64(perPoll)
 	if n > 1<<20 {
 		n = 1 << 20
 	}
 	return int(n)
+}
+
+// pollFDs returns how many descriptors one poll of cfg may hold:
+// fdsPerPoll, plus what the costliest delivery of its sources adds (its
+// spool file, a command's pipes while it starts: deliver.Descriptors).
+// Before, deliveries were left out: 48 polls each starting a delivery
+// command took all 256 descriptors (issue 20 item 12).
+func pollFDs(cfg *config.Config) int {
+	extra := 0
+	for _, src := range cfg.Sources {
+		if src.Deliver != nil {
+			extra = max(extra, deliver.Descriptors(src.Deliver))
+		}
+	}
+	return fdsPerPoll + extra
 }
 
 // raiseNofile raises the soft RLIMIT_NOFILE to the hard limit (the Go
@@ -56,20 +77,23 @@ func raiseNofile() (uint64, error) {
 }
 
 // descriptorCap returns the highest concurrency the descriptor limit
-// allows (0: unknown, no cap), logging both numbers when the configured
-// cap does not fit. The scheduler applies it on every reload too.
-func descriptorCap(configured int, log *slog.Logger) int {
+// allows for cfg (0: unknown, no cap), logging both numbers when the
+// configured cap does not fit, and the function that computes it for a
+// configuration (nil when unknown), which the scheduler applies on every
+// reload too.
+func descriptorCap(cfg *config.Config, log *slog.Logger) (int, func(*config.Config) int) {
 	soft, err := raiseNofile()
 	if err != nil {
 		log.Warn("cannot read the descriptor limit; using the configured concurrency", "err", err)
-		return 0
+		return 0, nil
 	}
-	limit := fdCap(soft)
-	if configured > limit {
-		log.Warn("concurrency lowered to fit the descriptor limit", "configured", configured,
-			"effective", limit, "rlimit_nofile", soft, "fds_per_poll", fdsPerPoll, "headroom", fdHeadroom)
+	capOf := func(c *config.Config) int { return fdCap(soft, pollFDs(c)) }
+	limit := capOf(cfg)
+	if cfg.Concurrency > limit {
+		log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency,
+			"effective", limit, "rlimit_nofile", soft, "fds_per_poll", pollFDs(cfg), "headroom", fdHeadroom)
 	}
-	return limit
+	return limit, capOf
 }
 
 // notifier sends systemd notifications; with no NOTIFY_SOCKET it does

@@ -27,14 +27,54 @@ func TestFDCap(t *testing.T) {
 		{0, 1}, {64, 1}, {68, 1}, {256, 48}, {1024, 240}, {65536, 16368}, {1 << 40, 1 << 20},
 	}
 	for _, tc := range tests {
-		if got := fdCap(tc.soft); got != tc.want {
+		if got := fdCap(tc.soft, fdsPerPoll); got != tc.want {
 			t.Errorf("fdCap(%d) = %d, want %d", tc.soft, got, tc.want)
 		}
 		// The cap always leaves the headroom free.
-		if got := fdCap(tc.soft); tc.soft > fdHeadroom && uint64(got*fdsPerPoll+fdHeadroom) > tc.soft && got > 1 {
+		if got := fdCap(tc.soft, fdsPerPoll); tc.soft > fdHeadroom && uint64(got*fdsPerPoll+fdHeadroom) > tc.soft && got > 1 {
 			t.Errorf("fdCap(%d) = %d does not fit", tc.soft, got)
 		}
 	}
+}
+
+// TestPollFDsCountDeliveries (issue 20 item 12): a delivery's spool file
+// and a command's pipes count in a poll's descriptors, so a configuration
+// with a delivery command runs under RLIMIT_NOFILE 256 with a cap whose
+// polls, deliveries included, fit: (256-64)/11 = 17, not 48.
+func TestPollFDsCountDeliveries(t *testing.T) {
+	dir := t.TempDir()
+	load := func(body string) *config.Config {
+		t.Helper()
+		p := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(p, os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	plain := load("sources:\n  - {name: a, type: exec, command: [\"true\"]}\n")
+	if got := pollFDs(plain); got != fdsPerPoll {
+		t.Errorf("pollFDs without deliveries = %d, want %d", got, fdsPerPoll)
+	}
+	withHook := load("sources:\n  - {name: a, type: exec, command: [\"true\"]}\n" +
+		"  - {name: b, type: exec, command: [\"true\"], deliver: {webhook: {url: \"http://127.0.0.1:1/in\"}}}\n")
+	if got := pollFDs(withHook); got != fdsPerPoll+2 {
+		t.Errorf("pollFDs with a webhook delivery = %d, want %d (its spool file and connection)", got, fdsPerPoll+2)
+	}
+	withCommand := load("defaults:\n  deliver: {command: [sh, -c, 'cat >/dev/null'], webhook: {url: \"http://127.0.0.1:1/in\"}}\n" +
+		"sources:\n  - {name: a, type: exec, command: [\"true\"]}\n")
+	per := pollFDs(withCommand)
+	if per < fdsPerPoll+7 {
+		t.Errorf("pollFDs with a delivery command = %d; a command's stdin and stderr pipes, /dev/null, pidfd and the spool file need %d more than %d",
+			per, 7, fdsPerPoll)
+	}
+	if got := fdCap(256, per); got*per+fdHeadroom > 256 || got < 1 {
+		t.Errorf("fdCap(256, %d) = %d does not fit", per, got)
+	}
+	t.Logf("per poll: %d plain, %d with a webhook, %d with a command; cap under 256: %d", pollFDs(plain), pollFDs(withHook), per, fdCap(256, per))
 }
 
 func TestStatusLine(t *testing.T) {

@@ -26,7 +26,8 @@ const (
 // PACER_DIGEST, PACER_STATUS, PACER_CONTENT_TYPE and PACER_STARTED_AT in
 // its environment, as an exec poll runs (its own process group, killed
 // whole at the poll's deadline, nothing left running after it). A non-zero
-// exit fails with the first line of its stderr. Its stdout is discarded.
+// exit fails with the first line of its stderr. Its stdout goes to
+// /dev/null (no pipe, no goroutine to drain it).
 func (dl *Deliverer) command(ctx context.Context, argv []string, r Result, redact func(string) string) error {
 	target := "command " + filepath.Base(argv[0])
 	env := append(dl.env[:len(dl.env):len(dl.env)],
@@ -42,12 +43,20 @@ func (dl *Deliverer) command(ctx context.Context, argv []string, r Result, redac
 	}
 	stderr := &headBuffer{max: headSize}
 	cmd.Stdin = io.Reader(r.Body.Reader())
-	cmd.Stdout = io.Discard
 	cmd.Stderr = stderr
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return failureOf(ctx, redact, err, true, target, commandDetail(err, stderr))
+	}
+	err = cmd.Wait()
 	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
 		return nil
 	}
+	return failure(ctx, redact, err, target, commandDetail(err, stderr))
+}
+
+// commandDetail describes a command's failure err, with the first line of
+// its stderr.
+func commandDetail(err error, stderr *headBuffer) string {
 	detail := err.Error()
 	var execErr *exec.Error
 	if errors.As(err, &execErr) {
@@ -56,7 +65,7 @@ func (dl *Deliverer) command(ctx context.Context, argv []string, r Result, redac
 	if line := stderr.firstLine(); line != "" {
 		detail += ": " + line
 	}
-	return failure(ctx, redact, err, target, detail)
+	return detail
 }
 
 // headBuffer keeps the first max bytes written to it and discards the

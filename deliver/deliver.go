@@ -52,25 +52,39 @@ func New(rt http.RoundTripper) *Deliverer {
 
 // Error is a failed delivery. Its text starts with "deliver: " and is
 // redacted; Unwrap gives the cause (context.DeadlineExceeded at the
-// poll's timeout).
+// poll's timeout). errors.Is(err, sources.ErrLocal) holds when it failed
+// for lack of pacer's own resources (descriptors, memory, a refused fork):
+// rule 3.14, the scheduler then never counts it against the source.
 type Error struct {
 	text  string
 	cause error
+	local bool
 }
 
 func (e *Error) Error() string { return e.text }
 func (e *Error) Unwrap() error { return e.cause }
 
+// Is makes errors.Is(err, sources.ErrLocal) hold for a local resource
+// error.
+func (e *Error) Is(target error) bool { return target == sources.ErrLocal && e.local }
+
 // failure returns the *Error "deliver: TARGET: DETAIL", redacted, or the
 // timeout or cancellation when ctx is done.
 func failure(ctx context.Context, redact func(string) string, cause error, target, detail string) error {
+	return failureOf(ctx, redact, cause, false, target, detail)
+}
+
+// failureOf is failure; starting tells that cause comes from starting a
+// command (a refused fork, EAGAIN, is then local too).
+func failureOf(ctx context.Context, redact func(string) string, cause error, starting bool, target, detail string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		cause, detail = ctxErr, "canceled"
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			detail = "timeout"
 		}
 	}
-	return &Error{text: redact("deliver: " + target + ": " + detail), cause: cause}
+	local := cause != nil && ctx.Err() == nil && sources.IsLocal(cause, starting)
+	return &Error{text: redact("deliver: " + target + ": " + detail), cause: cause, local: local}
 }
 
 // Deliver hands r to every target of d, in the order file, command,
@@ -111,4 +125,30 @@ func (c ctxReader) Read(b []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(b)
+}
+
+// commandFDs is the descriptors a delivery command holds while it starts:
+// both ends of its stdin and stderr pipes, /dev/null for its stdout, and
+// its pidfd (the pipe that reports a failed exec is taken by one start at
+// a time, under the fork lock: the daemon's headroom covers it).
+const commandFDs = 6
+
+// Descriptors returns how many descriptors a delivery to d may hold at
+// once on top of its poll's own (contract section 7: they count in the
+// per-poll budget that clamps the concurrency): its result's spool file,
+// and the costliest of its targets, which run one after the other: a
+// command while it starts (commandFDs), the file's temporary file, the
+// webhook's connection. 0 for no delivery.
+func Descriptors(d *config.Deliver) int {
+	if d == nil {
+		return 0
+	}
+	target := 0
+	if d.File != "" || d.Webhook != nil {
+		target = 1
+	}
+	if len(d.Command) > 0 {
+		target = commandFDs
+	}
+	return 1 + target
 }

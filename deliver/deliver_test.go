@@ -28,6 +28,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(lowFDEnv) != "" {
+		os.Exit(lowFDChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 

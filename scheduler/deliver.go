@@ -9,6 +9,14 @@ import (
 	"github.com/pacer-dev/pacer/sources"
 )
 
+// resultDeliverer delivers a poll's result to its source's deliver
+// targets: a *deliver.Deliverer (tests give another).
+type resultDeliverer interface {
+	Deliver(ctx context.Context, d *config.Deliver, r deliver.Result, redact func(string) string) error
+}
+
+var _ resultDeliverer = (*deliver.Deliverer)(nil)
+
 // delivery is the delivery step of one poll of a source with deliver
 // (contract 9.3, 9.4), run by call inside the breaker's call, under the
 // poll's context (its timeout) and permits.

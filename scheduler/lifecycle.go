@@ -24,6 +24,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		log:       opts.Logger,
 		clock:     opts.Clock,
 		maxConc:   opts.MaxConcurrency,
+		descCap:   opts.DescriptorCap,
 		cmdEvery:  opts.CommandInterval,
 		loopHook:  opts.LoopHook,
 		newPoller: opts.NewPoller,
@@ -44,6 +45,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		s.cmdEvery = 250 * time.Millisecond
 	}
 	s.keep.Store(int64(cfg.History.Keep))
+	s.applyDescCap(cfg)
 	m, err := newMetrics(opts.Registry, s.stateCounts)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
@@ -83,13 +85,25 @@ func clusterShare(cc, shards int) int {
 	return max(cc*shards/store.Shards, 1)
 }
 
-// descLimit is concurrency within the descriptor limit.
+// descLimit is concurrency within the descriptor limit (cfgCap is that of
+// cfg: see applyDescCap).
 func (s *Scheduler) descLimit(cfg *config.Config) int {
 	n := max(cfg.Concurrency, 1)
 	if s.maxConc > 0 && n > s.maxConc {
 		n = s.maxConc
 	}
+	if s.cfgCap > 0 && n > s.cfgCap {
+		n = s.cfgCap
+	}
 	return n
+}
+
+// applyDescCap computes the descriptor cap of cfg, about to be s.cfg (once
+// per configuration: it looks at every source). mu held once started.
+func (s *Scheduler) applyDescCap(cfg *config.Config) {
+	if s.descCap != nil {
+		s.cfgCap = max(s.descCap(cfg), 1)
+	}
 }
 
 // Start loads every source's stored state and starts polling. It returns

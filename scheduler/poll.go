@@ -162,6 +162,9 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 		if res.Body != nil {
 			if res.Err == nil && dl != nil {
 				res.Err = dl.deliver(res)
+				// A delivery short of pacer's own resources is local
+				// (rule 3.14), not the source's.
+				res.Local = errors.Is(res.Err, sources.ErrLocal)
 			}
 			res.Body.Close()
 			res.Body = nil

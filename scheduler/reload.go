@@ -23,6 +23,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("reload: shutting down")
 	}
 	now := s.clock.Now()
+	s.applyDescCap(cfg)
 	s.cfg = cfg
 	s.redact = cfg.Redactor()
 	s.keep.Store(int64(cfg.History.Keep))

@@ -22,7 +22,6 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -60,6 +59,11 @@ type Options struct {
 	// MaxConcurrency, when > 0, caps the configured concurrency (the
 	// descriptor-limit clamp).
 	MaxConcurrency int
+	// DescriptorCap, when set, returns the highest concurrency the
+	// descriptor limit allows for a configuration (its polls' deliveries
+	// hold descriptors too: contract section 7). It is applied with
+	// MaxConcurrency, at New and on every Reload.
+	DescriptorCap func(cfg *config.Config) int
 	// CommandInterval is how often the store's command queue is read
 	// (default 250ms); the CLI's commands take effect within it.
 	CommandInterval time.Duration
@@ -91,8 +95,10 @@ type Scheduler struct {
 	flush     *flusher
 	clients   *sources.Clients // the http pollers' clients, shared
 	transport *transport
-	deliverer *deliver.Deliverer // of every source with deliver (contract 9.3)
+	deliverer resultDeliverer // of every source with deliver (contract 9.3)
 	maxConc   int
+	descCap   func(*config.Config) int // Options.DescriptorCap
+	cfgCap    int                      // descCap of cfg, or 0
 	cmdEvery  time.Duration
 	loopHook  func()
 	newPoller func(src *config.Source) (sources.Poller, error)

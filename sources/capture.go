@@ -105,7 +105,10 @@ func (c *Capture) spool() error {
 	if err != nil {
 		return spoolError(err)
 	}
-	if err := os.Remove(f.Name()); err != nil {
+	// ENOENT: another pacer sharing the temporary directory removed it
+	// as a crash's leftover when it started (RemoveSpool); unlinked all
+	// the same, and the descriptor is good.
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		f.Close()
 		return spoolError(err)
 	}

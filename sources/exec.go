@@ -120,6 +120,7 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		res.ExitCode = 0
 		if err := stdout.keep.Err(); err != nil {
 			res.Err = newPollError(p.redact, err, "deliver", err.Error())
+			res.Local = ctx.Err() == nil && markLocal(res.Err, err, false) // no descriptor for the spool file
 			return res
 		}
 		res.Digest = stdout.sum.hex()

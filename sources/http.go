@@ -212,6 +212,8 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 	switch {
 	case err != nil:
 		res.Err = p.readError(ctx, err)
+		var se *sinkError // no descriptor for the spool file: local
+		res.Local = errors.As(err, &se) && ctx.Err() == nil && markLocal(res.Err, err, false)
 	case n > maxBody:
 		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", maxBody)
 	default:

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/config"
 )
 
 func TestIsLocal(t *testing.T) {
@@ -98,6 +101,27 @@ func lowFDChild() int {
 	client := NewClient(tr, nil)
 	exe := NewExec(execSource("/bin/true"), nil)
 	web := NewHTTP(httpSource("http://"+ln.Addr().String()+"/"), client, nil)
+	// A source with deliver whose 2 MiB answer must be spooled: its
+	// connection is made (and left idle) before the descriptors run out,
+	// so only its spool file finds none.
+	big, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer big.Close()
+	go http.Serve(big, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(make([]byte, 2<<20))
+	}))
+	spoolSrc := httpSource("http://" + big.Addr().String() + "/")
+	spoolSrc.Deliver = &config.Deliver{File: "/dev/null"}
+	spooled := NewHTTP(spoolSrc, NewClient(NewTransport(1), nil), nil)
+	first := spooled.Poll(context.Background())
+	if first.Err != nil {
+		fmt.Fprintln(os.Stderr, first.Err)
+		return 1
+	}
+	first.Body.Close() // its spool file's descriptor is free again
 	lim := syscall.Rlimit{Cur: 64, Max: 64}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -117,7 +141,7 @@ func lowFDChild() int {
 	for _, p := range []struct {
 		kind string
 		p    Poller
-	}{{"exec", exe}, {"http", web}} {
+	}{{"exec", exe}, {"http", web}, {"spool", spooled}} {
 		res := p.p.Poll(ctx)
 		reports = append(reports, localReport{p.kind, res.Local, errors.Is(res.Err, ErrLocal), errText(res.Err)})
 	}
@@ -136,7 +160,7 @@ func TestLocalErrorUnderLowFDLimit(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	var reports []localReport
-	if err := json.Unmarshal(out, &reports); err != nil || len(reports) != 2 {
+	if err := json.Unmarshal(out, &reports); err != nil || len(reports) != 3 {
 		t.Fatalf("child printed %q (%v)", out, err)
 	}
 	for _, r := range reports {

@@ -83,6 +83,13 @@ func isLocal(err error, starting bool) bool {
 	return false
 }
 
+// IsLocal reports whether err is a shortage of pacer's own resources (see
+// ErrLocal), however it is wrapped: starting tells an error from starting a
+// command (where EAGAIN is a refused fork) from one of a connection (where
+// EADDRNOTAVAIL is a lack of local ports). The delivery targets classify
+// their errors with it.
+func IsLocal(err error, starting bool) bool { return isLocal(err, starting) }
+
 // markLocal marks err (a *pollError) as local and reports true when isLocal.
 func markLocal(err, cause error, starting bool) bool {
 	var pe *pollError

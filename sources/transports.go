@@ -68,13 +68,17 @@ func NewClientTransport(maxConns int, c *config.Client) (*http.Transport, error)
 // transport's idle connections and forgets it. So the set never holds more
 // transports than the loaded configurations have distinct settings.
 //
+// The connections of all of them together stay within one budget of
+// 2 × the cap (connBudget): one in use and one idle per poll in flight.
+//
 // A *Transports is an http.RoundTripper (the built-in settings' transport)
 // and is safe for concurrent use.
 type Transports struct {
-	mu    sync.Mutex
-	size  int
-	def   *transportSlot
-	byKey map[string]*transportSlot
+	mu     sync.Mutex
+	size   int
+	def    *transportSlot
+	byKey  map[string]*transportSlot
+	budget *connBudget
 	// bufs lends the pollers over these transports the buffers they read
 	// and digest answers through (one per poll in flight, not one
 	// allocated per poll).
@@ -85,6 +89,7 @@ type Transports struct {
 type transportSlot struct {
 	key    string
 	client *config.Client
+	budget *connBudget // the set's
 	cur    atomic.Pointer[http.Transport]
 	handle weak.Pointer[clientTransport] // nil for the built-in settings
 }
@@ -108,11 +113,47 @@ var (
 
 // NewTransports returns a set sized for maxConns polls in flight.
 func NewTransports(maxConns int) *Transports {
-	p := &Transports{size: max(maxConns, 1), def: &transportSlot{}, byKey: map[string]*transportSlot{}, bufs: &readBuffers{}}
-	t, _ := NewClientTransport(p.size, nil) // never fails without settings
+	p := &Transports{size: max(maxConns, 1), byKey: map[string]*transportSlot{}, bufs: &readBuffers{}}
+	p.budget = &connBudget{shed: p.closeIdleExcept}
+	p.budget.limit.Store(int64(2 * p.size))
+	p.def = &transportSlot{budget: p.budget}
+	t, _ := p.def.build(p.size) // never fails without settings
 	p.def.cur.Store(t)
 	return p
 }
+
+// build returns a transport of sl's settings sized for n polls in flight,
+// its connections counted in the set's budget.
+func (sl *transportSlot) build(n int) (*http.Transport, error) {
+	t, err := NewClientTransport(n, sl.client)
+	if err != nil {
+		return nil, err
+	}
+	t.DialContext = sl.budget.dialer(sl, t.DialContext)
+	return t, nil
+}
+
+// closeIdleExcept closes the idle connections of every transport but
+// keep's (the connection budget is reached).
+func (p *Transports) closeIdleExcept(keep *transportSlot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.def != keep {
+		p.def.cur.Load().CloseIdleConnections()
+	}
+	for _, sl := range p.byKey {
+		if sl != keep {
+			sl.cur.Load().CloseIdleConnections()
+		}
+	}
+}
+
+// OpenConns returns how many connections the transports have open, in use
+// or idle.
+func (p *Transports) OpenConns() int64 { return p.budget.open.Load() }
+
+// connBudget returns the budget of open connections.
+func (p *Transports) connBudget() int64 { return p.budget.limit.Load() }
 
 // RoundTrip sends req with the built-in settings.
 func (p *Transports) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -135,11 +176,11 @@ func (p *Transports) For(c *config.Client) http.RoundTripper {
 			return h
 		}
 	}
-	t, err := NewClientTransport(p.size, c)
+	sl := &transportSlot{key: key, client: c, budget: p.budget}
+	t, err := sl.build(p.size)
 	if err != nil {
 		return failingTransport{err: fmt.Errorf("client settings: %w", err)}
 	}
-	sl := &transportSlot{key: key, client: c}
 	sl.cur.Store(t)
 	h := &clientTransport{slot: sl, bufs: p.bufs}
 	sl.handle = weak.Make(h)
@@ -179,6 +220,7 @@ func (p *Transports) Resize(n int) {
 		return
 	}
 	p.size = n
+	p.budget.limit.Store(int64(2 * n))
 	p.def.swap(n)
 	for _, sl := range p.byKey {
 		sl.swap(n)
@@ -188,7 +230,7 @@ func (p *Transports) Resize(n int) {
 // swap replaces sl's transport by one sized for n. The settings built
 // before, so they build again; should they not, the old transport stays.
 func (sl *transportSlot) swap(n int) {
-	t, err := NewClientTransport(n, sl.client)
+	t, err := sl.build(n)
 	if err != nil {
 		return
 	}
