@@ -400,6 +400,7 @@ sources:
 		return nil
 	})
 	u.ResetPeaks()
+	peakFrom := time.Now()
 
 	// The fault.
 	faultAt := time.Now()
@@ -467,8 +468,11 @@ sources:
 		return nil
 	})
 	recovery := time.Since(clearedAt)
-	if p := u.Peak(); p > conc {
-		t.Errorf("upstream peak %d > concurrency %d during the fault", p, conc)
+	// Rule 3.1 seen from the upstream: the answered requests (a timed-out
+	// request's handler outlives its poll until the server notices, which
+	// counted 4 against a cap of 2 on a loaded machine).
+	if p, cancelled := u.PeakAnswered(peakFrom); p > conc {
+		t.Errorf("upstream peak %d answered requests > concurrency %d during the fault (%d cancelled left out)", p, conc, cancelled)
 	}
 
 	// Freeze every source (flaky is in error, pausee paused), wait for the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -256,6 +257,47 @@ func (u *upstream) Peak() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.all.peak
+}
+
+// PeakAnswered is the largest number of requests in flight at once since
+// from, over every path, counting only requests that got their answer (from
+// arrival to the answer written). A request whose client went away (a poll's
+// timeout) is left out: its handler runs on until the server notices the
+// closed connection, which a loaded machine delays, while the poll that sent
+// it has ended and its permit may serve another; cancelled is how many were
+// left out. An answered request's interval lies inside its poll's, so this
+// peak never exceeds the polls in flight.
+func (u *upstream) PeakAnswered(from time.Time) (peak, cancelled int) {
+	u.mu.Lock()
+	type ev struct {
+		at    time.Time
+		delta int
+	}
+	var evs []ev
+	for _, ps := range u.paths {
+		for _, a := range ps.arrivals {
+			switch {
+			case a.At.Before(from):
+			case a.End.IsZero():
+				cancelled++
+			default:
+				evs = append(evs, ev{a.At, 1}, ev{a.End, -1})
+			}
+		}
+	}
+	u.mu.Unlock()
+	sort.Slice(evs, func(i, j int) bool {
+		if !evs[i].at.Equal(evs[j].at) {
+			return evs[i].at.Before(evs[j].at)
+		}
+		return evs[i].delta < evs[j].delta // an end before a start at the same instant
+	})
+	cur := 0
+	for _, e := range evs {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak, cancelled
 }
 
 // ResetPeaks forgets the peaks seen so far (the current counts stay).
