@@ -123,6 +123,7 @@ func fullState(name string) store.SourceState {
 		Digest:               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 		LastChangedAt:        ptr(b.Add(-2 * time.Hour)),
 		ChangesTotal:         41,
+		IncidentOpen:         true,
 	}
 }
 
