@@ -245,10 +245,15 @@ func (s *Sender) loop() {
 
 // pass is one reading of the outbox: with housekeep (once per interval,
 // not on every wake-up) it first drops the events past max_age and reads
-// the pending count, then it claims.
+// the pending count, then it claims. Without a notify section it only
+// reads the count: deliveries begun before a reload removed the section
+// still complete, and the gauge must follow them to 0.
 func (s *Sender) pass(housekeep bool) {
 	set := s.cur.Load()
 	if set.n == nil {
+		if housekeep {
+			s.countPending()
+		}
 		return
 	}
 	ctx, now := s.ctx, s.now()
@@ -292,7 +297,15 @@ func (s *Sender) housekeep(set *settings, now time.Time) {
 		}
 	}
 	s.trim(now)
-	if n, err := s.ob.PendingEvents(ctx); err == nil {
+	s.countPending()
+}
+
+// countPending sets the pending gauge to the number of events in the
+// outbox (contract 10.5: it returns to 0 once every event is delivered or
+// dropped). The outbox is counted, not the sender's own work, so that the
+// events another member or an earlier run made are in it too.
+func (s *Sender) countPending() {
+	if n, err := s.ob.PendingEvents(s.ctx); err == nil {
 		s.pending.Set(float64(n))
 	}
 }
