@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -229,4 +233,87 @@ func eventNames(evs []notifyEvent) string {
 		names[i] = ev.Event
 	}
 	return strings.Join(names, " ")
+}
+
+// TestNotifyOutboxBoundedPerSource: 20 sources on "@every 200ms" whose
+// upstream fails every other request flap between an open breaker and ok
+// for 25 s (an event per poll) while the receiver refuses everything. The
+// outbox keeps at most 64 events per source (and one in delivery, and
+// what one housekeeping pass lets in), the older ones counted as dropped;
+// once the receiver accepts, what was kept arrives in order per source,
+// open and recovered alternating.
+func TestNotifyOutboxBoundedPerSource(t *testing.T) {
+	t.Parallel()
+	const n, perSource, slack, flapFor = 20, 64, 6, 25 * time.Second
+	var flapping atomic.Bool
+	flapping.Store(true)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		calls[req.URL.Path]++
+		odd := calls[req.URL.Path]%2 == 1
+		mu.Unlock()
+		if odd && flapping.Load() {
+			http.Error(w, "flap", http.StatusInternalServerError)
+		}
+	}))
+	defer up.Close()
+	r := newHookReceiver(t, recvFail)
+	var b strings.Builder
+	b.WriteString(notifyYAML(r, "  on: [open, recovered]\n") + "defaults:\n  schedule: \"@every 200ms\"\n" +
+		"  backoff: {initial: 100ms, max: 200ms}\n  breaker: {failures: 1, cooldown: 200ms}\n  error_after: 0\nsources:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: f%02d, type: http, url: %q}\n", i, fmt.Sprintf("%s/f%02d", up.URL, i))
+	}
+	in := newInst(t)
+	in.writeConfig(b.String())
+	d := in.start()
+	maxPending := 0.0
+	for until := time.Now().Add(flapFor); time.Now().Before(until); {
+		sleepUntil(time.Now().Add(500 * time.Millisecond))
+		maxPending = max(maxPending, d.metric("pacer_notifications_pending"))
+	}
+	flapping.Store(false)
+	eventually(t, 20*time.Second, "every source ok", func() error {
+		for name, s := range d.sources() {
+			if s.State != "ok" {
+				return errf("%s is %s", name, s.State)
+			}
+		}
+		return nil
+	})
+	dropped := d.metric("pacer_notifications_total", "outcome", "dropped")
+	if bound := float64(n * (perSource + slack)); maxPending > bound || dropped == 0 {
+		t.Errorf("pending peaked at %v (bound %v), %v dropped; want the bound kept by dropping", maxPending, bound, dropped)
+	}
+	pending := d.metric("pacer_notifications_pending")
+	r.setMode(recvOK)
+	eventually(t, 120*time.Second, "the outbox drained", func() error {
+		if p := d.metric("pacer_notifications_pending"); p != 0 {
+			return errf("pending %v", p)
+		}
+		return nil
+	})
+	acc, _ := r.got()
+	bySource := map[string][]notifyEvent{}
+	for _, ev := range acc {
+		bySource[ev.Source] = append(bySource[ev.Source], ev)
+	}
+	for src, evs := range bySource {
+		if len(evs) > perSource+slack {
+			t.Errorf("%s: %d events delivered after the outage; want at most %d", src, len(evs), perSource+slack)
+		}
+		// The first may be one kept because it was in delivery when the
+		// older ones went: the others follow each other.
+		for i := 1; i < len(evs); i++ {
+			if evs[i].At.Before(evs[i-1].At) || (i > 1 && evs[i].Event == evs[i-1].Event) {
+				t.Errorf("%s: event %d (%s at %v) after %s at %v: want them in order, open and recovered alternating",
+					src, i, evs[i].Event, evs[i].At, evs[i-1].Event, evs[i-1].At)
+				break
+			}
+		}
+	}
+	t.Logf("%d sources flapped for %v: pending peaked at %v, %v dropped, %v pending at the end of the outage; %d delivered after",
+		n, flapFor, maxPending, dropped, pending, len(acc))
 }

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -178,5 +180,52 @@ func TestIncidentMark(t *testing.T) {
 				t.Errorf("events %+v after a %s; want recovered (from backoff): %v", evs, c.kind, c.recovered)
 			}
 		})
+	}
+}
+
+// TestResetDuringPollEnteringError: a reset arrives while the poll that
+// takes an ok source into error (error_after: 1) is in flight. The reset
+// is applied over the poll's outcome: no error event was made, so no
+// incident is marked open, and the next success sends no recovered.
+func TestResetDuringPollEnteringError(t *testing.T) {
+	dir := t.TempDir()
+	hold, started := filepath.Join(dir, "hold"), filepath.Join(dir, "started")
+	src := "  - name: r\n    type: exec\n    dir: .\n" +
+		"    command: [\"/bin/sh\", \"-c\", \"touch started; while [ -e hold ]; do sleep 0.02; done; test ! -e fail\"]\n" +
+		"    error_after: 1\n    breaker: {failures: 0}\n"
+	h := start(t, dir, writeConfig(t, dir, "notify: {command: [\"true\"], on: [error, open, recovered]}\n"+lifecycleDefaults+src))
+	defer h.stop()
+	h.waitFor("a first success committed", 10*time.Second, func() bool {
+		st, ok, err := h.store.GetState(t.Context(), "r")
+		return err == nil && ok && st.LastSuccessAt != nil
+	})
+	polls := h.stored("r").PollsTotal
+	setFail(t, dir, true)
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(started); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the next poll in flight", 10*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	if _, err := h.s.Reset("r"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the failed poll committed, reset", 10*time.Second, func() bool {
+		st, ok, err := h.store.GetState(t.Context(), "r")
+		return err == nil && ok && st.PollsTotal == polls+1
+	})
+	st := h.stored("r")
+	if st.ErrorReason != "" || st.ConsecutiveFailures != 0 || st.FailuresTotal != 1 || st.IncidentOpen {
+		t.Fatalf("after the reset over the failed poll: %+v; want a failure recorded, no error, no incident open", st)
+	}
+	if got := drainOutbox(t, h.store); len(got) != 0 {
+		t.Fatalf("outbox %v; want nothing (the reset came before the error was committed)", got)
 	}
 }
