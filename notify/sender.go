@@ -296,41 +296,50 @@ func (s *Sender) housekeep(set *settings, now time.Time) {
 				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
 		}
 	}
-	s.trim(now)
-	s.countPending()
+	// A source can have more than maxPerSource events only when the
+	// outbox has: the trim's scan of the outbox is skipped otherwise.
+	if n := s.countPending(); n > maxPerSource && s.trim(now) {
+		s.countPending()
+	}
 }
 
 // countPending sets the pending gauge to the number of events in the
 // outbox (contract 10.5: it returns to 0 once every event is delivered or
 // dropped). The outbox is counted, not the sender's own work, so that the
 // events another member or an earlier run made are in it too.
-func (s *Sender) countPending() {
-	if n, err := s.ob.PendingEvents(s.ctx); err == nil {
-		s.pending.Set(float64(n))
+// It returns the count, -1 when the store failed to give it.
+func (s *Sender) countPending() int {
+	n, err := s.ob.PendingEvents(s.ctx)
+	if err != nil {
+		return -1
 	}
+	s.pending.Set(float64(n))
+	return n
 }
 
 // trim drops the oldest events of the sources that have more than
 // maxPerSource in the outbox, counts them, and logs at most one line per
 // trimLogEvery (the first drop at once, then the number dropped since).
-func (s *Sender) trim(now time.Time) {
+// It reports whether it dropped any.
+func (s *Sender) trim(now time.Time) bool {
 	dropped, err := s.ob.TrimEvents(s.ctx, maxPerSource, now)
 	if err != nil {
 		s.storeError("trim", err)
-		return
+		return false
 	}
 	if len(dropped) == 0 {
-		return
+		return false
 	}
 	s.dropped.Add(float64(len(dropped)))
 	s.trimmed += len(dropped)
 	if !s.trimLogged.IsZero() && now.Sub(s.trimLogged) < trimLogEvery {
-		return
+		return true
 	}
 	first := dropped[0]
 	s.log.Warn("notifications dropped: a source has more undelivered events than the outbox keeps per source; its oldest go",
 		"dropped", s.trimmed, "kept_per_source", maxPerSource, "source", first.Source, "event", first.Event, "id", first.ID)
 	s.trimmed, s.trimLogged = 0, now
+	return true
 }
 
 // budget is the longest the deliveries of one event take.
