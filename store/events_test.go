@@ -251,3 +251,33 @@ func testEventTrim(t *testing.T, s *store.Store) {
 		t.Error("TrimEvents with keep < 0 accepted")
 	}
 }
+
+// testIncidentColumnAdded: a store from before source_states.incident_open
+// (the column dropped) gains it at open, its states read with no incident
+// open, and the column then keeps what is written, on every backend.
+func testIncidentColumnAdded(t *testing.T, dsn string) {
+	s, err := store.Open(dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fullState("old")
+	save(t, s, []store.SourceState{old}, nil, 10)
+	if err := store.GormDB(s).Exec("ALTER TABLE source_states DROP COLUMN incident_open").Error; err != nil {
+		t.Fatalf("drop the column: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, dsn, store.Options{})
+	if st := mustGet(t, s, "old"); st.IncidentOpen || st.ErrorReason != old.ErrorReason {
+		t.Fatalf("a state from before the column: %+v; want its fields, no incident open", st)
+	}
+	states, err := s.LoadStates(t.Context())
+	if err != nil || len(states) != 1 || states[0].IncidentOpen {
+		t.Fatalf("LoadStates = %+v, %v; want the state, no incident open", states, err)
+	}
+	save(t, s, []store.SourceState{fullState("new")}, nil, 10)
+	if st := mustGet(t, s, "new"); !st.IncidentOpen {
+		t.Fatalf("the incident written after the column came back: %+v", st)
+	}
+}
