@@ -12,7 +12,7 @@ import (
 )
 
 // Round 3 hardening of notifications (issue 20): the pending gauge after a
-// kill -9, recovered after a reset.
+// kill -9, recovered after a reset, the outbox bounded per source.
 
 // TestNotifyPendingDrainsAfterKill9: with the receiver down, three sources
 // enter error and recover, so that the outbox holds their events; the
