@@ -36,6 +36,19 @@ func retryBackoff() breaker.Backoff {
 // claim, so that the claim outlives them.
 const claimMargin = 5 * time.Second
 
+// maxPerSource bounds a source's events in the outbox: past it, its oldest
+// are dropped (logged, counted as dropped), so that a receiver down while
+// sources flap does not grow the outbox without bound until max_age. It is
+// the scheduler's bound on the events a source holds through a store
+// outage (maxSlotEvents), for the same reason: the newest events tell the
+// state a source is in now.
+const maxPerSource = 64
+
+// trimLogEvery is the least time between two log lines about events
+// dropped by maxPerSource: a receiver down while sources flap drops some
+// on every pass.
+const trimLogEvery = time.Minute
+
 // DefaultInterval is how often the outbox is read when nothing wakes the
 // sender.
 const DefaultInterval = 500 * time.Millisecond
@@ -46,6 +59,7 @@ type Outbox interface {
 	EventSent(ctx context.Context, id string) error
 	EventFailed(ctx context.Context, id string, next time.Time) error
 	DropEvents(ctx context.Context, before, now time.Time) ([]store.Event, error)
+	TrimEvents(ctx context.Context, keep int, now time.Time) ([]store.Event, error)
 	PendingEvents(ctx context.Context) (int, error)
 }
 
@@ -90,6 +104,10 @@ type Sender struct {
 	pending  prometheus.Gauge
 	// passes counts the loop's readings of the outbox (tests wait on it).
 	passes atomic.Int64
+	// trimmed counts the events dropped by maxPerSource since trimLogged,
+	// when the last line about them was logged (the loop's alone).
+	trimmed    int
+	trimLogged time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -227,10 +245,15 @@ func (s *Sender) loop() {
 
 // pass is one reading of the outbox: with housekeep (once per interval,
 // not on every wake-up) it first drops the events past max_age and reads
-// the pending count, then it claims.
+// the pending count, then it claims. Without a notify section it only
+// reads the count: deliveries begun before a reload removed the section
+// still complete, and the gauge must follow them to 0.
 func (s *Sender) pass(housekeep bool) {
 	set := s.cur.Load()
 	if set.n == nil {
+		if housekeep {
+			s.countPending()
+		}
 		return
 	}
 	ctx, now := s.ctx, s.now()
@@ -261,7 +284,7 @@ func (s *Sender) pass(housekeep bool) {
 }
 
 // housekeep drops the events older than max_age (one log line each) and
-// sets the pending gauge.
+// those past maxPerSource of a source (trim), and sets the pending gauge.
 func (s *Sender) housekeep(set *settings, now time.Time) {
 	ctx := s.ctx
 	if dropped, err := s.ob.DropEvents(ctx, now.Add(-set.n.MaxAge), now); err != nil {
@@ -273,9 +296,50 @@ func (s *Sender) housekeep(set *settings, now time.Time) {
 				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
 		}
 	}
-	if n, err := s.ob.PendingEvents(ctx); err == nil {
-		s.pending.Set(float64(n))
+	// A source can have more than maxPerSource events only when the
+	// outbox has: the trim's scan of the outbox is skipped otherwise.
+	if n := s.countPending(); n > maxPerSource && s.trim(now) {
+		s.countPending()
 	}
+}
+
+// countPending sets the pending gauge to the number of events in the
+// outbox (contract 10.5: it returns to 0 once every event is delivered or
+// dropped). The outbox is counted, not the sender's own work, so that the
+// events another member or an earlier run made are in it too.
+// It returns the count, -1 when the store failed to give it.
+func (s *Sender) countPending() int {
+	n, err := s.ob.PendingEvents(s.ctx)
+	if err != nil {
+		return -1
+	}
+	s.pending.Set(float64(n))
+	return n
+}
+
+// trim drops the oldest events of the sources that have more than
+// maxPerSource in the outbox, counts them, and logs at most one line per
+// trimLogEvery (the first drop at once, then the number dropped since).
+// It reports whether it dropped any.
+func (s *Sender) trim(now time.Time) bool {
+	dropped, err := s.ob.TrimEvents(s.ctx, maxPerSource, now)
+	if err != nil {
+		s.storeError("trim", err)
+		return false
+	}
+	if len(dropped) == 0 {
+		return false
+	}
+	s.dropped.Add(float64(len(dropped)))
+	s.trimmed += len(dropped)
+	if !s.trimLogged.IsZero() && now.Sub(s.trimLogged) < trimLogEvery {
+		return true
+	}
+	first := dropped[0]
+	s.log.Warn("notifications dropped: a source has more undelivered events than the outbox keeps per source; its oldest go",
+		"dropped", s.trimmed, "kept_per_source", maxPerSource, "source", first.Source, "event", first.Event, "id", first.ID)
+	s.trimmed, s.trimLogged = 0, now
+	return true
 }
 
 // budget is the longest the deliveries of one event take.

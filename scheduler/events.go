@@ -16,7 +16,9 @@ import (
 //   - open: its breaker opened from closed (a failed half-open probe that
 //     opens it again is the same outage, not a new event);
 //   - recovered: a source that was in error (re-probed), open or
-//     half-open had a successful poll.
+//     half-open had a successful poll; also the first successful poll of a
+//     source reset, or whose configuration changed, while in one of those
+//     (store.SourceState.IncidentOpen), so that every incident is closed.
 
 // pollEvents returns the events of one poll that took a source from prev to
 // cur, limited to those n wants; nil without a notify section (nothing is
@@ -40,7 +42,7 @@ func pollEvents(n *config.Notify, name string, prev, cur *store.SourceState, kin
 	if n.Wants(config.EventError) && prev.ErrorReason == "" && cur.ErrorReason != "" {
 		evs = append(evs, mk(config.EventError, cur.ErrorReason))
 	}
-	if n.Wants(config.EventRecovered) && kind == store.OutcomeSuccess && (prev.ErrorReason != "" || prevBrk != breaker.Closed) {
+	if n.Wants(config.EventRecovered) && kind == store.OutcomeSuccess && (prev.ErrorReason != "" || prevBrk != breaker.Closed || prev.IncidentOpen) {
 		evs = append(evs, mk(config.EventRecovered, ""))
 	}
 	return evs

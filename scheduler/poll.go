@@ -324,6 +324,7 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) (evs []
 	} else {
 		e.localErrs = 0
 	}
+	incident := inIncident(&e.st)
 	e.st = applyOutcome(e.st, e.src, e.timing, o)
 	e.brk = brk
 	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
@@ -334,6 +335,10 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) (evs []
 		// An operator's change: always logged.
 		e.resetPending = false
 		e.st = resetState(e.st, e.timing, o.end)
+		// The incident is the one before the poll: a success closed it
+		// (recovered), and one this poll opened made no event, the reset
+		// having cleared it first.
+		e.st.IncidentOpen = incident && o.kind != store.OutcomeSuccess
 		e.brk = nil
 		s.flushFlap(e, o.end, prev)
 		s.logChange(e, prev, o.end, "reset")

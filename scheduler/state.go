@@ -138,7 +138,8 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 		st.ConsecutiveFailures = 0
 		st.ConsecutiveThrottles = 0
 		st.LastSuccessAt = ptr(end)
-		st.ErrorReason = "" // a re-probe's success (rule 10.4) ends the error state
+		st.ErrorReason = ""     // a re-probe's success (rule 10.4) ends the error state
+		st.IncidentOpen = false // its recovered event goes with this poll (pollEvents)
 		deliverResult(&st, o.result, changedResult(&st, o.result), end)
 	case store.OutcomeThrottled:
 		st.PollsTotal++
@@ -247,8 +248,11 @@ func ceilMicro(t time.Time) time.Time {
 
 // resetState clears failures, throttling, the breaker and the error state
 // (an operator's reset, or a changed configuration). The source is next due
-// at its first tick after now; counters and history are kept.
+// at its first tick after now; counters and history are kept. A source in
+// an incident (error, open or half-open) keeps it marked open, so that its
+// next success still sends recovered (contract 10.1).
 func resetState(st store.SourceState, tm timing, now time.Time) store.SourceState {
+	st.IncidentOpen = inIncident(&st)
 	st.ConsecutiveFailures = 0
 	st.ConsecutiveThrottles = 0
 	st.ErrorReason = ""
@@ -262,6 +266,14 @@ func resetState(st store.SourceState, tm timing, now time.Time) store.SourceStat
 		st.NextRunAt = ptr(nextRun(now, tm, time.Time{}, breaker.Snapshot{State: breaker.Closed}))
 	}
 	return st
+}
+
+// inIncident reports whether a success of the source in state st closes an
+// incident (sends recovered): it is in error, its breaker is not closed
+// (open, or half-open once the cooldown passed), or a reset or a changed
+// configuration cleared those before a success did.
+func inIncident(st *store.SourceState) bool {
+	return st.IncidentOpen || st.ErrorReason != "" || breakerSnapshot(st).State != breaker.Closed
 }
 
 func later(a, b time.Time) time.Time {

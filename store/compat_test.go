@@ -110,7 +110,8 @@ func sqliteSchema(t *testing.T, db *sql.DB) map[string]string {
 var addedShapes = map[string][]string{
 	"source_states": {"last_error_at INTEGER null pk0 default ", "etag TEXT null pk0 default ",
 		"last_modified TEXT null pk0 default ", "digest TEXT null pk0 default ",
-		"last_changed_at INTEGER null pk0 default ", "changes_total INTEGER null pk0 default "},
+		"last_changed_at INTEGER null pk0 default ", "changes_total INTEGER null pk0 default ",
+		"incident_open NUMERIC null pk0 default "},
 	"commands": {"status TEXT not null pk0 default 'pending'"},
 }
 
@@ -148,6 +149,9 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 		if st.LastErrorAt != nil {
 			t.Errorf("%s: LastErrorAt %v in a round-1 state", st.Name, st.LastErrorAt)
 		}
+		if st.IncidentOpen {
+			t.Errorf("%s: an incident open in a round-1 state", st.Name)
+		}
 		if st.ETag != "" || st.LastModified != "" || st.Digest != "" || st.LastChangedAt != nil || st.ChangesTotal != 0 {
 			t.Errorf("%s: a result (%q %q %q %v %d) in a round-1 state", st.Name, st.ETag, st.LastModified, st.Digest, st.LastChangedAt, st.ChangesTotal)
 		}
@@ -157,7 +161,7 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, added := range []string{`"LastErrorAt": null`, `"ETag": ""`, `"LastModified": ""`, `"Digest": ""`,
-		`"LastChangedAt": null`, `"ChangesTotal": 0`} {
+		`"LastChangedAt": null`, `"ChangesTotal": 0`, `"IncidentOpen": false`} {
 		got = bytes.ReplaceAll(got, []byte(",\n      "+added), nil)
 	}
 	// Round 1's records are unchanged, without a digest.

@@ -232,16 +232,53 @@ func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event,
 		return nil, fmt.Errorf("store: drop events: %w", err)
 	}
 	defer rows.Close()
+	out, err := scanDeleted(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: drop events: %w", err)
+	}
+	return out, nil
+}
+
+// TrimEvents bounds the outbox by count: of each source's events it keeps
+// the newest keep and deletes the older ones, except one whose claim holds
+// at now (in delivery: deleting it would let the source's next event go
+// before it ends). It returns the deleted events, oldest first (for the
+// sender's log line and count). What is kept stays in order.
+func (s *Store) TrimEvents(ctx context.Context, keep int, now time.Time) ([]Event, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("store: trim events: keep %d < 0", keep)
+	}
+	b := s.bind
+	// ROW_NUMBER counts every event, the claimed one included: a source
+	// keeps at most keep events, plus the one in delivery when it is older.
+	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
+		"ROW_NUMBER() OVER (PARTITION BY source ORDER BY seq DESC) AS rn FROM "+tableEvents+") r WHERE r.rn > "+b(1)+
+		" AND r.claim_until < "+b(2)+") AND claim_until < "+b(3)+" RETURNING seq, id, source, event, attempts",
+		keep, micros(now), micros(now))
+	if err != nil {
+		return nil, fmt.Errorf("store: trim events: %w", err)
+	}
+	defer rows.Close()
+	out, err := scanDeleted(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: trim events: %w", err)
+	}
+	return out, nil
+}
+
+// scanDeleted reads the rows of a DELETE ... RETURNING seq, id, source,
+// event, attempts, ordered by seq.
+func scanDeleted(rows *sql.Rows) ([]Event, error) {
 	var out []Event
 	for rows.Next() {
 		var ev Event
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.Attempts); err != nil {
-			return nil, fmt.Errorf("store: drop events: %w", err)
+			return nil, err
 		}
 		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: drop events: %w", err)
+		return nil, err
 	}
 	sortEvents(out)
 	return out, nil

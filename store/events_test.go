@@ -195,3 +195,89 @@ func testEventClaimersExclusive(t *testing.T, dsn string) {
 		}
 	}
 }
+
+// testEventTrim: TrimEvents keeps each source's newest events and deletes
+// the older ones, oldest first, except one whose claim holds; a source
+// within the bound is untouched, and what is kept is claimed in order.
+func testEventTrim(t *testing.T, s *store.Store) {
+	var evs []store.Event
+	for i := range 6 {
+		evs = append(evs, event("a", fmt.Sprintf("e%d", i), base()))
+	}
+	evs = append(evs, event("b", "e0", base()), event("b", "e1", base()))
+	if err := s.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+		t.Fatal(err)
+	}
+	now := base()
+	claimed := claimEvents(t, s, "m", now, 1) // a's e0, in delivery until now+1m
+	if len(claimed) != 1 || claimed[0].Source != "a" || claimed[0].Event != "e0" {
+		t.Fatalf("claimed %+v; want a's e0", claimed)
+	}
+	names := func(evs []store.Event) []string {
+		var out []string
+		for _, ev := range evs {
+			out = append(out, ev.Source+"/"+ev.Event)
+		}
+		return out
+	}
+	got, err := s.TrimEvents(t.Context(), 2, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a/e1", "a/e2", "a/e3"}; !slices.Equal(names(got), want) || got[0].ID == "" {
+		t.Fatalf("trimmed %v; want %v (the claimed e0 kept, the newest 2 kept, b untouched)", names(got), want)
+	}
+	if n := pending(t, s); n != 5 {
+		t.Fatalf("pending %d after the trim; want 5", n)
+	}
+	// Once the claim ran out, the claimed one goes too.
+	later := now.Add(2 * time.Minute)
+	if got, err := s.TrimEvents(t.Context(), 2, later); err != nil || !slices.Equal(names(got), []string{"a/e0"}) {
+		t.Fatalf("trimmed %v, %v after the claim; want a/e0", names(got), err)
+	}
+	var order []string
+	for range 3 {
+		for _, ev := range claimEvents(t, s, "m", later, 10) {
+			order = append(order, ev.Source+"/"+ev.Event)
+			if err := s.EventSent(t.Context(), ev.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if want := []string{"a/e4", "b/e0", "a/e5", "b/e1"}; !slices.Equal(order, want) {
+		t.Errorf("kept events claimed as %v; want %v", order, want)
+	}
+	if _, err := s.TrimEvents(t.Context(), -1, later); err == nil {
+		t.Error("TrimEvents with keep < 0 accepted")
+	}
+}
+
+// testIncidentColumnAdded: a store from before source_states.incident_open
+// (the column dropped) gains it at open, its states read with no incident
+// open, and the column then keeps what is written, on every backend.
+func testIncidentColumnAdded(t *testing.T, dsn string) {
+	s, err := store.Open(dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fullState("old")
+	save(t, s, []store.SourceState{old}, nil, 10)
+	if err := store.GormDB(s).Exec("ALTER TABLE source_states DROP COLUMN incident_open").Error; err != nil {
+		t.Fatalf("drop the column: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, dsn, store.Options{})
+	if st := mustGet(t, s, "old"); st.IncidentOpen || st.ErrorReason != old.ErrorReason {
+		t.Fatalf("a state from before the column: %+v; want its fields, no incident open", st)
+	}
+	states, err := s.LoadStates(t.Context())
+	if err != nil || len(states) != 1 || states[0].IncidentOpen {
+		t.Fatalf("LoadStates = %+v, %v; want the state, no incident open", states, err)
+	}
+	save(t, s, []store.SourceState{fullState("new")}, nil, 10)
+	if st := mustGet(t, s, "new"); !st.IncidentOpen {
+		t.Fatalf("the incident written after the column came back: %+v", st)
+	}
+}

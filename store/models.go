@@ -55,6 +55,9 @@ type stateModel struct {
 	Digest        *string
 	LastChangedAt *int64
 	ChangesTotal  *int64
+	// IncidentOpen (SourceState.IncidentOpen): an additive column, NULL
+	// (no incident) before it.
+	IncidentOpen *bool
 }
 
 // TableName pins the table of stateModel.
@@ -78,7 +81,7 @@ func (m *stateModel) state() SourceState {
 		PollsTotal: m.PollsTotal, FailuresTotal: m.FailuresTotal, ThrottledTotal: m.ThrottledTotal,
 		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt), LastErrorAt: t(m.LastErrorAt),
 		ETag: deref(m.ETag), LastModified: deref(m.LastModified), Digest: deref(m.Digest),
-		LastChangedAt: t(m.LastChangedAt), ChangesTotal: deref(m.ChangesTotal),
+		LastChangedAt: t(m.LastChangedAt), ChangesTotal: deref(m.ChangesTotal), IncidentOpen: deref(m.IncidentOpen),
 	}
 }
 
@@ -168,6 +171,7 @@ func addedColumns() []addedColumn {
 		{&stateModel{}, "Digest", ""},
 		{&stateModel{}, "LastChangedAt", ""},
 		{&stateModel{}, "ChangesTotal", ""},
+		{&stateModel{}, "IncidentOpen", ""},
 		// A command done before the column existed is done.
 		{&Command{}, "Status", "UPDATE " + tableCommands + " SET status = '" + CommandDone + "' WHERE done_at IS NOT NULL"},
 	}

@@ -54,12 +54,13 @@ func scanState(r *sql.Rows) (SourceState, error) {
 	var st SourceState
 	var next, last, success, until, lastErr, changed, changes sql.NullInt64
 	var etag, modified, digest sql.NullString
+	var incident sql.NullBool
 	var updated int64
 	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
 		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
 		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
 		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr,
-		&etag, &modified, &digest, &changed, &changes)
+		&etag, &modified, &digest, &changed, &changes, &incident)
 	if err != nil {
 		return SourceState{}, err
 	}
@@ -68,6 +69,7 @@ func scanState(r *sql.Rows) (SourceState, error) {
 	st.UpdatedAt, st.LastErrorAt = fromMicros(updated), fromNullMicros(lastErr)
 	st.ETag, st.LastModified, st.Digest = etag.String, modified.String, digest.String
 	st.LastChangedAt, st.ChangesTotal = fromNullMicros(changed), changes.Int64
+	st.IncidentOpen = incident.Bool
 	return st, nil
 }
 

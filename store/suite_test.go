@@ -73,6 +73,8 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("EventClaimOrder", func(t *testing.T) { testEventClaimOrder(t, open(t)) })
 	t.Run("EventRetryAndDrop", func(t *testing.T) { testEventRetryAndDrop(t, open(t)) })
 	t.Run("EventClaimersExclusive", func(t *testing.T) { testEventClaimersExclusive(t, b.newDSN(t)) })
+	t.Run("EventTrim", func(t *testing.T) { testEventTrim(t, open(t)) })
+	t.Run("IncidentColumnAdded", func(t *testing.T) { testIncidentColumnAdded(t, b.newDSN(t)) })
 	t.Run("SchemaVersionRefused", func(t *testing.T) { testSchemaVersionRefused(t, b.newDSN(t), b.shown) })
 }
 
@@ -123,6 +125,7 @@ func fullState(name string) store.SourceState {
 		Digest:               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 		LastChangedAt:        ptr(b.Add(-2 * time.Hour)),
 		ChangesTotal:         41,
+		IncidentOpen:         true,
 	}
 }
 

@@ -56,6 +56,14 @@ type SourceState struct {
 	// for none. ChangesTotal counts those polls.
 	LastChangedAt *time.Time
 	ChangesTotal  int64
+
+	// IncidentOpen reports an incident that an error or open event opened
+	// and no recovered event closed yet, though the state no longer shows
+	// it: the source was reset, or its configuration changed, while in
+	// error, open or half-open (contract 10.1). Its next successful poll
+	// sends recovered and clears it. Saved with the rest of the state, so
+	// that it survives a restart and a hand-over to another member.
+	IncidentOpen bool
 }
 
 // PollRecord is one entry of a source's poll history.

@@ -35,7 +35,7 @@ const rowSizes = 7
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
 	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at, last_error_at, " +
-	"etag, last_modified, digest, last_changed_at, changes_total"
+	"etag, last_modified, digest, last_changed_at, changes_total, incident_open"
 
 // tailColumns and blockColumns list the columns of a tail and of a block in
 // the order SaveBatch binds and copies them.
@@ -212,7 +212,7 @@ func stateArgs(row *stateRow, dst []any) []any {
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, row.updated,
 		microsPtr(st.LastErrorAt), nullString(st.ETag), nullString(st.LastModified), nullString(st.Digest),
-		microsPtr(st.LastChangedAt), st.ChangesTotal)
+		microsPtr(st.LastChangedAt), st.ChangesTotal, st.IncidentOpen)
 }
 
 // nullString is s, or NULL for "" (the additive text columns are nullable).
