@@ -222,6 +222,32 @@ func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) erro
 	return nil
 }
 
+// RetryEventsNow makes the undelivered events due at now: a retry backoff
+// that runs past now is cut short (the target answered again, so the others
+// need not wait out minutes of it), and with releaseClaims every claim is
+// given back (a daemon alone on its store calls it at start: a claim left
+// then is a killed daemon's, and would hold its event for the claim's
+// length). It returns how many events it changed.
+func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
+	b := s.bind
+	q := "UPDATE " + tableEvents + " SET next_attempt_at = " + b(1) + " WHERE next_attempt_at > " + b(2)
+	args := []any{micros(now), micros(now)}
+	if releaseClaims {
+		q = "UPDATE " + tableEvents + " SET next_attempt_at = CASE WHEN next_attempt_at > " + b(1) + " THEN " + b(2) +
+			" ELSE next_attempt_at END, claimed_by = '', claim_until = 0 WHERE next_attempt_at > " + b(3) + " OR claim_until > 0"
+		args = []any{micros(now), micros(now), micros(now)}
+	}
+	res, err := s.sql.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("store: retry events now: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: retry events now: %w", err)
+	}
+	return n, nil
+}
+
 // DropEvents deletes the events made before before whose claim does not
 // hold at now, and returns them (for the sender's log line and count).
 func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event, error) {

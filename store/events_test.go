@@ -252,6 +252,51 @@ func testEventTrim(t *testing.T, s *store.Store) {
 	}
 }
 
+// testEventRetryNow: RetryEventsNow cuts a retry backoff short, and with
+// releaseClaims gives back a claim that still holds; without it a claim
+// holds on, and an event already due is left as it is.
+func testEventRetryNow(t *testing.T, s *store.Store) {
+	evs := []store.Event{event("a", "e0", base()), event("b", "e0", base()), event("c", "e0", base())}
+	if err := s.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+		t.Fatal(err)
+	}
+	now := base()
+	for _, ev := range claimEvents(t, s, "m", now, 3) {
+		switch ev.Source {
+		case "a": // failed: due again in 4 minutes
+			if err := s.EventFailed(t.Context(), ev.ID, now.Add(4*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		case "b": // failed: due already
+			if err := s.EventFailed(t.Context(), ev.ID, now); err != nil {
+				t.Fatal(err)
+			}
+		} // c stays claimed (in delivery, or its daemon was killed)
+	}
+	got := claimEvents(t, s, "m", now.Add(time.Second), 3)
+	if len(got) != 1 || got[0].Source != "b" {
+		t.Fatalf("claimed %+v before RetryEventsNow; want only b", got)
+	}
+	if err := s.EventFailed(t.Context(), got[0].ID, now); err != nil { // b back to unclaimed
+		t.Fatal(err)
+	}
+	n, err := s.RetryEventsNow(t.Context(), now.Add(time.Second), false)
+	if err != nil || n != 1 {
+		t.Fatalf("RetryEventsNow without claims changed %d, %v; want 1 (a)", n, err)
+	}
+	got = claimEvents(t, s, "m", now.Add(2*time.Second), 3)
+	if len(got) != 2 || got[0].Source != "a" || got[1].Source != "b" {
+		t.Fatalf("claimed %+v; want a and b (c's claim holds)", got)
+	}
+	n, err = s.RetryEventsNow(t.Context(), now.Add(3*time.Second), true)
+	if err != nil || n != 3 {
+		t.Fatalf("RetryEventsNow releasing claims changed %d, %v; want 3", n, err)
+	}
+	if got := claimEvents(t, s, "m2", now.Add(3*time.Second), 3); len(got) != 3 {
+		t.Fatalf("claimed %d after every claim was released; want 3", len(got))
+	}
+}
+
 // testIncidentColumnAdded: a store from before source_states.incident_open
 // (the column dropped) gains it at open, its states read with no incident
 // open, and the column then keeps what is written, on every backend.

@@ -74,6 +74,7 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("EventRetryAndDrop", func(t *testing.T) { testEventRetryAndDrop(t, open(t)) })
 	t.Run("EventClaimersExclusive", func(t *testing.T) { testEventClaimersExclusive(t, b.newDSN(t)) })
 	t.Run("EventTrim", func(t *testing.T) { testEventTrim(t, open(t)) })
+	t.Run("EventRetryNow", func(t *testing.T) { testEventRetryNow(t, open(t)) })
 	t.Run("IncidentColumnAdded", func(t *testing.T) { testIncidentColumnAdded(t, b.newDSN(t)) })
 	t.Run("SchemaVersionRefused", func(t *testing.T) { testSchemaVersionRefused(t, b.newDSN(t), b.shown) })
 }
