@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,7 +50,7 @@ func NewTransport(maxConns int) *http.Transport {
 func NewClient(t http.RoundTripper, admin []string) *http.Client {
 	return &http.Client{
 		Transport:     t,
-		CheckRedirect: checkRedirect(parseAdmin(admin)),
+		CheckRedirect: checkRedirect(parseAdmin(admin), net.DefaultResolver),
 	}
 }
 
