@@ -68,3 +68,74 @@ func TestSecurityRedirectToAdminPortWithLeadingZeros(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurityEncodedSecretInUpstreamAnswer (rule 3.12): an upstream
+// quoting a header's secret back in its status line, percent-encoded in
+// lowercase or JSON-escaped, has it shown as *** in last_error, the
+// error_reason, the history, `pacer history`, the source page and the log.
+func TestSecurityEncodedSecretInUpstreamAnswer(t *testing.T) {
+	t.Parallel()
+	const secret = "k+y/8=Z!"
+	quoted := map[string]string{
+		"lower": "k%2by%2f8%3dZ%21",
+		"json":  `\u006b\u002b\u0079\u002f\u0038\u003d\u005a\u0021`,
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "HTTP/1.1 400 bad key <%s>\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", quoted[strings.TrimPrefix(r.URL.Path, "/")])
+	}))
+	t.Cleanup(up.Close)
+	in := newInst(t)
+	in.env = []string{"SEK8=" + secret}
+	in.writeConfig(`log: {level: debug}
+sources:
+  - {name: lower, type: http, url: "` + up.URL + `/lower", headers: {X-Key: "${SEK8}"}, schedule: "@every 300ms", error_after: 2}
+  - {name: json, type: http, url: "` + up.URL + `/json", headers: {X-Key: "${SEK8}"}, schedule: "@every 300ms", error_after: 2}
+`)
+	d := in.start()
+	shows := func(what, text string) {
+		t.Helper()
+		for _, s := range []string{secret, quoted["lower"], quoted["json"], strings.ToUpper(quoted["lower"]), strings.ReplaceAll(quoted["json"], `\`, `\\`), `\u006b`} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows the secret as %q:\n%s", what, s, text)
+			}
+		}
+	}
+	for name := range quoted {
+		var o sourceObj
+		eventually(t, 20*time.Second, name+" in error", func() error {
+			if o = d.source(name); o.State != "error" {
+				return fmt.Errorf("%s", o)
+			}
+			return nil
+		})
+		if !strings.Contains(o.LastError, "400 bad key <***>") {
+			t.Errorf("%s: last_error %q, want 400 bad key <***>", name, o.LastError)
+		}
+		shows(name+": the API's source", o.String())
+		recs := d.history(name, 10)
+		if len(recs) == 0 {
+			t.Fatalf("%s: no history", name)
+		}
+		for _, r := range recs {
+			shows(name+": a history record", r.Error)
+		}
+		r := in.cli("history", name)
+		shows("pacer history "+name, r.stdout+r.stderr)
+		code, page := d.do(http.MethodGet, "/sources/"+name, "", "")
+		if code != http.StatusOK || !strings.Contains(string(page), "bad key") {
+			t.Errorf("%s: the source page (%d) does not show the error:\n%.500s", name, code, page)
+		}
+		shows(name+": the source page", string(page))
+	}
+	d.stop(10 * time.Second)
+	logs := d.logs() + d.stdout.String()
+	if !strings.Contains(logs, "bad key") {
+		t.Errorf("the log does not quote the error:\n%s", logs)
+	}
+	shows("the log", logs)
+}
