@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -20,7 +21,10 @@ import (
 //   - a POST (any method but GET, HEAD and OPTIONS) whose Origin header is
 //     present and is not the listener's own origin, the scheme://host:port
 //     the request was addressed to. A "null" Origin (sandboxed frames,
-//     redirects, file: pages) is foreign. Clients that send no Origin (curl,
+//     redirects, file: pages) is foreign. A POST without Origin whose
+//     Referer is present and is not a page of the listener's own origin is
+//     refused the same way (a browser that sends no Origin still names the
+//     page that made the request). Clients that send neither (curl,
 //     scripts) are not browsers driven by a page, and pass.
 //
 // "Loopback" is decided per connection, from the address it was accepted
@@ -37,6 +41,10 @@ func guard(h http.Handler) http.Handler {
 			if origin, sent := r.Header["Origin"]; sent && !sameOrigin(origin, r) {
 				writeError(w, http.StatusForbidden, "cross-origin request refused: Origin "+
 					quote(strings.Join(origin, ", "))+" is not this listener's origin "+quote(ownOrigin(r)))
+				return
+			} else if ref, refSent := r.Header["Referer"]; !sent && refSent && !sameReferer(ref, r) {
+				writeError(w, http.StatusForbidden, "cross-origin request refused: Referer "+
+					quote(strings.Join(ref, ", "))+" is not a page of this listener's origin "+quote(ownOrigin(r)))
 				return
 			}
 		}
@@ -88,6 +96,21 @@ func ownOrigin(r *http.Request) string {
 // origin. Host names compare without regard to case, as in URLs.
 func sameOrigin(origin []string, r *http.Request) bool {
 	return len(origin) == 1 && strings.EqualFold(origin[0], ownOrigin(r))
+}
+
+// sameReferer reports whether the Referer header (all its values) is a
+// page of r's own origin: an absolute URL whose scheme and host:port are
+// r's. An empty Referer says nothing and passes.
+func sameReferer(ref []string, r *http.Request) bool {
+	if len(ref) == 1 && ref[0] == "" {
+		return true
+	}
+	if len(ref) != 1 {
+		return false
+	}
+	u, err := url.Parse(ref[0])
+	return err == nil && u.Scheme != "" && u.Host != "" && u.Opaque == "" &&
+		strings.EqualFold(u.Scheme+"://"+u.Host, ownOrigin(r))
 }
 
 // quote shows a header value in an error message, cut to a sane length.
