@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/pacer-dev/pacer/internal/loopback"
 )
 
 // guard refuses, with 403 and before any handler runs, the two requests a
@@ -27,12 +29,12 @@ import (
 //     page that made the request). Clients that send neither (curl,
 //     scripts) are not browsers driven by a page, and pass.
 //
-// "Loopback" is decided per connection, from the address it was accepted
-// on, so a listener on all interfaces is guarded for its loopback clients
-// too.
+// "Loopback" is decided per connection (loopback.Request: either end of
+// it is a loopback address), so a listener on all interfaces is guarded
+// for its loopback clients too.
 func guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if onLoopback(r) && r.Host != "" && !localHost(r.Host) {
+		if loopback.Request(r) && r.Host != "" && !localHost(r.Host) {
 			writeError(w, http.StatusForbidden, "Host "+quote(r.Host)+
 				" refused: on a loopback listener the Host must be an IP address or localhost (DNS rebinding)")
 			return
@@ -55,16 +57,6 @@ func guard(h http.Handler) http.Handler {
 // safeMethod reports whether m changes nothing by definition (RFC 9110).
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-// onLoopback reports whether r arrived on a loopback address.
-func onLoopback(r *http.Request) bool {
-	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return false
-	}
-	ap, err := netip.ParseAddrPort(la.String())
-	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // localHost reports whether the Host header names an IP address or
