@@ -139,3 +139,92 @@ sources:
 	}
 	shows("the log", logs)
 }
+
+// TestSecurityTokenFormRateLimited (section 11.4): one client hammering
+// the page's token form with wrong tokens for 3 s has at most 5 of them
+// compared, plus one per 2 s; the rest get 429. The log says so at most
+// once a second, with counts, instead of a line per guess.
+func TestSecurityTokenFormRateLimited(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	writeFile(t, filepath.Join(in.dir, "token"), "tok-ratelimit-0123456789\n")
+	in.admin = "  token_file: token\n"
+	in.writeConfig("sources:\n  - {name: s, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\"}\n")
+	d := in.start()
+	logBefore := len(d.logs())
+	own := "http://" + in.addr
+	codes := map[int]int{}
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		req, err := http.NewRequest(http.MethodPost, own+"/dash/login", strings.NewReader("token=wrong"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", own)
+		resp, err := apiClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	elapsed := time.Since(start)
+	total := codes[http.StatusUnauthorized] + codes[http.StatusTooManyRequests]
+	if allowed := 5 + int(elapsed/(2*time.Second)) + 1; codes[http.StatusUnauthorized] > allowed {
+		t.Errorf("%d wrong tokens compared in %v, want at most %d (answers %v)", codes[http.StatusUnauthorized], elapsed, allowed, codes)
+	}
+	if codes[http.StatusTooManyRequests] == 0 || len(codes) != 2 {
+		t.Errorf("answers %v: want 401s then 429s only", codes)
+	}
+	lines := strings.Count(d.logs()[logBefore:], "wrong token entered")
+	if maxLines := int(elapsed/time.Second) + 2; lines > maxLines {
+		t.Errorf("%d log lines about wrong tokens in %v, want at most %d", lines, elapsed, maxLines)
+	}
+	t.Logf("%d attempts in %v (%.0f/s): %v; %d log lines, %d log bytes", total, elapsed, float64(total)/elapsed.Seconds(), codes, lines, len(d.logs())-logBefore)
+}
+
+// TestSecurityForeignRefererWithoutOrigin (section 11.4): a POST without
+// Origin whose Referer is another site's page gets 403 and changes
+// nothing, on the JSON API and on the page's actions; with the page's own
+// Referer it is served.
+func TestSecurityForeignRefererWithoutOrigin(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	in.writeConfig("sources:\n  - {name: s, type: exec, command: [\"true\"], schedule: \"0 0 1 1 *\"}\n")
+	d := in.start()
+	own := "http://" + in.addr
+	post := func(path, referer, ctype, body string) int {
+		req, err := http.NewRequest(http.MethodPost, own+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("Referer", referer)
+		resp, err := (&http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, ref := range []string{"http://evil.example/page", "https://" + in.addr + "/", "null"} {
+		if code := post("/api/sources/s/pause", ref, "application/json", `{"reason": "hijack"}`); code != http.StatusForbidden {
+			t.Errorf("API pause with Referer %q: %d, want 403", ref, code)
+		}
+		if code := post("/sources/s/pause", ref, "application/x-www-form-urlencoded", "reason=hijack"); code != http.StatusForbidden {
+			t.Errorf("page pause with Referer %q: %d, want 403", ref, code)
+		}
+	}
+	if o := d.source("s"); o.State == "paused" {
+		t.Fatalf("a foreign Referer paused s: %s", o)
+	}
+	if code := post("/sources/s/pause", own+"/sources/s", "application/x-www-form-urlencoded", "reason=ok"); code != http.StatusSeeOther {
+		t.Errorf("page pause with its own Referer: %d, want 303", code)
+	}
+	if o := d.source("s"); o.State != "paused" {
+		t.Errorf("s after the page's own pause: %s", o)
+	}
+}
