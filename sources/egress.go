@@ -2,7 +2,6 @@ package sources
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -37,15 +36,16 @@ type hopKey struct{}
 
 // hopGuard is what a redirect hop's connections are checked against.
 type hopGuard struct {
-	admin  []adminAddr
-	cancel context.CancelCauseFunc // fails the hop with the refusal
+	admin []adminAddr
 }
 
 // hopContext returns ctx marked as a redirect hop's: its connections to a
-// local address on one of admin's ports are refused.
+// local address on one of admin's ports are refused. It only adds values:
+// a cancelable context here would stay registered with the poll's
+// (a worker's long-lived context, see scheduler.pollTimeouts) after the
+// hop, one more for every redirect followed.
 func hopContext(ctx context.Context, admin []adminAddr) context.Context {
-	ctx, cancel := context.WithCancelCause(ctx)
-	g := &hopGuard{admin: admin, cancel: cancel}
+	g := &hopGuard{admin: admin}
 	ctx = context.WithValue(ctx, hopKey{}, g)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: g.gotConn})
 }
@@ -70,11 +70,12 @@ func refuseAdminHop(ctx context.Context, network, address string, _ syscall.RawC
 }
 
 // gotConn checks the connection a redirect hop is about to be written on
-// (new or kept alive): one to the admin listener is closed unused and the
-// hop fails with the refusal.
+// (new or kept alive): one to the admin listener is closed before a byte
+// is written on it. The write fails; net/http retries a request that
+// wrote nothing on a kept-alive connection with another connection, and
+// a new one is refused when dialled (refuseAdminHop).
 func (g *hopGuard) gotConn(info httptrace.GotConnInfo) {
 	if addr := info.Conn.RemoteAddr(); addr != nil && g.refuses(addr.String()) {
-		g.cancel(fmt.Errorf("%w (%s)", errAdminRedirect, addr))
 		info.Conn.Close()
 	}
 }

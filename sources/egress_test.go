@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -202,4 +203,41 @@ func TestDialRefusesAdminOnRedirectHop(t *testing.T) {
 			t.Errorf("redirect hop dialing %s: %v", addr, err)
 		}
 	}
+}
+
+// plainCtx is a context the context package does not know: what derives a
+// cancelable context from it starts a goroutine that waits for it (or for
+// that context's cancellation).
+type plainCtx struct{ done chan struct{} }
+
+func (c plainCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c plainCtx) Done() <-chan struct{}       { return c.done }
+func (c plainCtx) Err() error                  { return nil }
+func (c plainCtx) Value(any) any               { return nil }
+
+// A redirect hop leaves nothing registered with the poll's context once
+// the poll is over: the scheduler's worker context lives across polls, and
+// one cancelable context per hop would pile up on it (seen here as the
+// goroutines that wait on a context of unknown type).
+func TestHTTPRedirectHopLeavesNothingBehind(t *testing.T) {
+	b := newServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	a := newServer(t, func(w http.ResponseWriter, r *http.Request) { redirectTo(w, r) })
+	tr := NewTransport(2)
+	t.Cleanup(tr.CloseIdleConnections)
+	client := NewClient(tr, []string{"127.0.0.1:1"}) // an admin listener: hops are marked
+	p := NewHTTP(httpSource(a.URL+"/r?to="+b.URL+"/x"), client, nil)
+	ctx := plainCtx{done: make(chan struct{})}
+	defer close(ctx.done)
+	if res := p.Poll(ctx); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	base := runtime.NumGoroutine()
+	for range 50 {
+		if res := p.Poll(ctx); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	eventually(t, 5*time.Second, "the goroutines back to their number before the polls", func() bool {
+		return runtime.NumGoroutine() <= base+5
+	})
 }
