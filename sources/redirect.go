@@ -53,7 +53,8 @@ func checkRedirect(admin []adminAddr, resolver *net.Resolver) func(*http.Request
 }
 
 // toAdmin reports whether u may reach the admin listener: its port is an
-// admin port (compared as numbers: ":09090" is port 9090) and its host is the admin host or any address of this machine
+// admin port (compared as numbers: ":09090" is port 9090, as the dialer
+// reads it) and its host is the admin host or any address of this machine
 // (a loopback, an unspecified or an interface address, or a name resolving
 // to one). Erring on the side of refusal, a name that cannot be resolved on
 // an admin port counts as local.
