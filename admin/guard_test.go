@@ -225,3 +225,44 @@ func TestNoHostHeaderAccepted(t *testing.T) {
 		t.Errorf("GET /healthz over HTTP/1.0 without Host: %d %s, want 200", resp.StatusCode, body)
 	}
 }
+
+// A POST without Origin whose Referer is another origin's page (a browser
+// that sends no Origin, a form posted from another site) gets 403 JSON
+// and changes nothing; one whose Referer is a page of this listener is
+// served, and Origin, when present, decides alone.
+func TestForeignRefererWithoutOriginRefused(t *testing.T) {
+	f := newFixture(t)
+	f.prepare()
+	polls := f.upstreamCount()
+	before := f.snapshot()
+	own := "http://" + f.hostPort()
+	foreign := []string{"http://evil.example/page", "http://evil.example:" + f.port() + "/", "https://" + f.hostPort() + "/",
+		"http://127.0.0.1:1/x", "http://localhost:" + f.port() + "/", "not a url", "/relative/page", "//" + f.hostPort() + "/", "null"}
+	for _, ref := range foreign {
+		for _, ac := range actions {
+			what := fmt.Sprintf("POST fail/%s, Referer %q", ac.action, ref)
+			a := f.doWith(http.MethodPost, "/api/sources/fail/"+ac.action, "", map[string][]string{"Referer": {ref}}, ac.body)
+			jsonError(t, what, a, http.StatusForbidden)
+		}
+	}
+	holdsFor(t, 300*time.Millisecond, "foreign-Referer requests must change nothing", func() error {
+		if n := f.upstreamCount(); n != polls {
+			return fmt.Errorf("the upstream saw %d new request(s)", n-polls)
+		}
+		return before.diff(f.snapshot())
+	})
+	// Origin decides when present (own Origin, foreign Referer); a page of
+	// this listener as Referer passes.
+	served := map[string]map[string][]string{}
+	for _, ref := range foreign {
+		served["own Origin, Referer "+ref] = map[string][]string{"Origin": {own}, "Referer": {ref}}
+	}
+	for _, ref := range []string{own + "/", own + "/sources/fail?x=1", strings.ToUpper(own) + "/"} {
+		served["Referer "+ref] = map[string][]string{"Referer": {ref}}
+	}
+	for what, hdr := range served {
+		if a := f.doWith(http.MethodPost, "/api/sources/idle/pause", "", hdr, `{"reason": "r"}`); a.code != http.StatusOK {
+			t.Errorf("POST with %s: %s, want 200", what, a)
+		}
+	}
+}

@@ -21,9 +21,17 @@ import (
 //     with "***" in place of each secret, when it is at least
 //     MinSecretLen bytes long;
 //   - a secret of at least MinSecretLen bytes is replaced anywhere, in the
-//     same escaped forms (a second line of defence: a command echoing it).
+//     same escaped forms (a second line of defence: a command echoing it);
+//   - then, in any other encoding (lowercase hex, \u escapes, HTML
+//     references, nested or mixed): the text's escapes are decoded and the
+//     runs whose decoding holds one of the above are masked (see
+//     redact_decode.go).
 type Redactor struct {
 	r *strings.Replacer
+	// targets are the secrets, and the strings holding short ones, that
+	// the decoding pass looks for; find deletes them (nil: none).
+	targets []target
+	find    *strings.Replacer
 }
 
 // redacted is what a secret is replaced with.
@@ -42,10 +50,12 @@ const MinSecretLen = 8
 // precedence over shorter ones they contain.
 func NewRedactor(secrets ...string) *Redactor {
 	rs := replacements{}
+	var ts []target
 	for _, s := range secrets {
 		rs.secret(s)
+		ts = addTarget(ts, s, redacted)
 	}
-	return rs.redactor()
+	return rs.redactor(ts)
 }
 
 // masked is a string that holds secrets, and where: spans are the byte
@@ -77,6 +87,7 @@ func (m masked) forms(f func(string) string) (value, display string) {
 // newRedactor returns the Redactor of a loaded config (see Redactor).
 func newRedactor(masks []masked, secrets []string) *Redactor {
 	rs := replacements{}
+	var ts []target
 	for _, m := range masks {
 		if len(m.value) < MinSecretLen || len(m.spans) == 0 {
 			continue
@@ -90,6 +101,7 @@ func newRedactor(masks []masked, secrets []string) *Redactor {
 			for _, f := range escapes() {
 				rs.add(m.forms(f))
 			}
+			ts = addTarget(ts, m.value, display)
 		}
 		if strings.Contains(m.value, "://") {
 			if u, err := url.Parse(m.value); err == nil {
@@ -104,9 +116,10 @@ func newRedactor(masks []masked, secrets []string) *Redactor {
 	for _, s := range secrets {
 		if len(s) >= MinSecretLen {
 			rs.secret(s)
+			ts = addTarget(ts, s, redacted)
 		}
 	}
-	return rs.redactor()
+	return rs.redactor(ts)
 }
 
 // hasShortSpan reports whether a secret in m is shorter than MinSecretLen.
@@ -154,8 +167,9 @@ func (rs replacements) secret(s string) {
 	}
 }
 
-// redactor builds the Redactor: at each position the longest match wins.
-func (rs replacements) redactor() *Redactor {
+// redactor builds the Redactor: at each position the longest match wins;
+// the decoding pass looks for ts.
+func (rs replacements) redactor(ts []target) *Redactor {
 	if len(rs) == 0 {
 		return &Redactor{}
 	}
@@ -173,16 +187,18 @@ func (rs replacements) redactor() *Redactor {
 	for _, s := range list {
 		pairs = append(pairs, s, rs[s])
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	red := &Redactor{r: strings.NewReplacer(pairs...)}
+	red.targets, red.find = finder(ts)
+	return red
 }
 
-// Redact returns s with every secret replaced by "***". A nil receiver
-// returns s unchanged.
+// Redact returns s with every secret replaced by "***", in whatever
+// encoding it is quoted. A nil receiver returns s unchanged.
 func (r *Redactor) Redact(s string) string {
 	if r == nil || r.r == nil {
 		return s
 	}
-	return r.r.Replace(s)
+	return r.redactDecoded(r.r.Replace(s))
 }
 
 // addSpan adds the secret byte range [start, end) to spans (sorted,

@@ -78,6 +78,7 @@ type Dashboard struct {
 	now      func() time.Time
 	tmpl     *template.Template
 	sessions *sessions
+	throttle *loginThrottle // of the token form
 	refresh  time.Duration
 	mux      *http.ServeMux
 	cluster  ClusterView // nil on a single daemon
@@ -110,6 +111,7 @@ func New(c Controller, opts Options) (*Dashboard, error) {
 		d.refresh = 5 * time.Second
 	}
 	d.sessions = newSessions(opts.SessionTTL, opts.MaxSessions, d.now)
+	d.throttle = newLoginThrottle(d.now, d.log, loginClients)
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard static files: %w", err)

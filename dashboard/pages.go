@@ -3,7 +3,9 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -317,13 +319,24 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}
+	if ok, wait := d.throttle.take(r.RemoteAddr); !ok {
+		d.throttle.refused(r.RemoteAddr)
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		b := d.base(w, r, "Token required · pacer")
+		b.Back = back
+		d.render(w, http.StatusTooManyRequests, "login.html", loginPage{base: b,
+			Message: fmt.Sprintf("too many wrong tokens from this address: try again in %d s", secs)})
+		return
+	}
 	if !d.tokenOK(strings.TrimSpace(r.PostFormValue("token"))) {
-		d.log.Warn("dashboard: wrong token entered", "remote", r.RemoteAddr)
+		d.throttle.failed(r.RemoteAddr)
 		b := d.base(w, r, "Token required · pacer")
 		b.Back = back
 		d.render(w, http.StatusUnauthorized, "login.html", loginPage{base: b, Message: "wrong token"})
 		return
 	}
+	d.throttle.succeeded(r.RemoteAddr)
 	id, err := d.sessions.create()
 	if err != nil {
 		d.fail(w, r, http.StatusInternalServerError, err.Error())

@@ -6,11 +6,11 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/loopback"
 )
 
 // Cookie names.
@@ -121,15 +121,9 @@ func (d *Dashboard) tokenOK(got string) bool {
 	return d.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) == 1
 }
 
-// fromLoopback reports whether r's client is on this machine.
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
-}
+// fromLoopback reports whether r's client is on this machine
+// (loopback.Request, the admin guard's meaning too).
+func fromLoopback(r *http.Request) bool { return loopback.Request(r) }
 
 // setSession gives the browser its session cookie.
 func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, id string) {

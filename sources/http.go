@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -42,14 +43,18 @@ func NewTransport(maxConns int) *http.Transport {
 // at most 10 redirects (an 11th fails the poll) and never one to the admin
 // listener: admin lists the admin API's listen addresses (host:port, as
 // configured or as bound); a redirect to one of their ports on the admin
-// host or on any address of this machine fails the poll. Each poller adds
+// host or on any address of this machine fails the poll, judged from the
+// URL and again from the address each redirect hop's connection is made
+// to (see egress.go: a name resolving elsewhere when dialled, DNS
+// rebinding, is caught there). A source's own URL may be the admin
+// listener. Each poller adds
 // its source's rule (GET and HEAD only, follow_redirects, headers dropped
 // when leaving the origin; see NewHTTP). The client has no Timeout of its
 // own: each poll's context bounds it.
 func NewClient(t http.RoundTripper, admin []string) *http.Client {
 	return &http.Client{
 		Transport:     t,
-		CheckRedirect: checkRedirect(parseAdmin(admin)),
+		CheckRedirect: checkRedirect(parseAdmin(admin), net.DefaultResolver),
 	}
 }
 

@@ -16,7 +16,7 @@ var errAdminRedirect = errors.New("redirect to the admin listener refused")
 // adminAddr is one address the admin API listens on.
 type adminAddr struct {
 	host string // as configured; "" or an unspecified IP means every local address
-	port string
+	port int
 }
 
 // parseAdmin parses the admin listen addresses (host:port); entries that are
@@ -25,36 +25,41 @@ func parseAdmin(listen []string) []adminAddr {
 	var out []adminAddr
 	for _, l := range listen {
 		host, port, err := net.SplitHostPort(l)
-		if err != nil || port == "" {
+		if err != nil || port == "" || portNumber(port) < 0 {
 			continue
 		}
-		out = append(out, adminAddr{host: strings.ToLower(host), port: port})
+		out = append(out, adminAddr{host: strings.ToLower(host), port: portNumber(port)})
 	}
 	return out
 }
 
 // checkRedirect is the shared client's redirect rule: at most maxRedirects,
-// never to an admin address.
-func checkRedirect(admin []adminAddr) func(*http.Request, []*http.Request) error {
+// never to an admin address: refused here from the URL (names resolved
+// through resolver), and marked (markHop) so that the connection the hop
+// makes or reuses is refused if its address is the admin listener's,
+// however the name resolves then.
+func checkRedirect(admin []adminAddr, resolver *net.Resolver) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		// via holds the original request and the redirects followed.
 		if len(via) > maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
 		}
-		if toAdmin(req.Context(), admin, req.URL) {
+		if toAdmin(req.Context(), resolver, admin, req.URL) {
 			return fmt.Errorf("%w (%s)", errAdminRedirect, hostPort(req.URL))
 		}
+		markHop(req, admin)
 		return nil
 	}
 }
 
 // toAdmin reports whether u may reach the admin listener: its port is an
-// admin port and its host is the admin host or any address of this machine
+// admin port (compared as numbers: ":09090" is port 9090, as the dialer
+// reads it) and its host is the admin host or any address of this machine
 // (a loopback, an unspecified or an interface address, or a name resolving
 // to one). Erring on the side of refusal, a name that cannot be resolved on
 // an admin port counts as local.
-func toAdmin(ctx context.Context, admin []adminAddr, u *url.URL) bool {
-	host, port := strings.ToLower(u.Hostname()), portOf(u)
+func toAdmin(ctx context.Context, resolver *net.Resolver, admin []adminAddr, u *url.URL) bool {
+	host, port := strings.ToLower(u.Hostname()), portNumber(portOf(u))
 	onPort := false
 	for _, a := range admin {
 		if a.port != port {
@@ -72,7 +77,7 @@ func toAdmin(ctx context.Context, admin []adminAddr, u *url.URL) bool {
 	if ip := net.ParseIP(strings.SplitN(host, "%", 2)[0]); ip != nil {
 		ips = []net.IP{ip}
 	} else {
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		addrs, err := resolver.LookupIPAddr(ctx, host)
 		if err != nil {
 			return true
 		}
@@ -80,9 +85,8 @@ func toAdmin(ctx context.Context, admin []adminAddr, u *url.URL) bool {
 			ips = append(ips, a.IP)
 		}
 	}
-	local, _ := net.InterfaceAddrs()
 	for _, ip := range ips {
-		if ip.IsLoopback() || ip.IsUnspecified() || hasIP(local, ip) {
+		if isLocalIP(ip) {
 			return true
 		}
 	}

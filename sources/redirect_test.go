@@ -175,8 +175,8 @@ func TestHTTPRedirectNeverToAdmin(t *testing.T) {
 }
 
 func TestParseAdmin(t *testing.T) {
-	got := parseAdmin([]string{"", "no-port", "127.0.0.1:9090", "[::1]:80", ":7"})
-	want := []adminAddr{{"127.0.0.1", "9090"}, {"::1", "80"}, {"", "7"}}
+	got := parseAdmin([]string{"", "no-port", "127.0.0.1:9090", "[::1]:80", ":7", "localhost:0080", "x:no"})
+	want := []adminAddr{{"127.0.0.1", 9090}, {"::1", 80}, {"", 7}, {"localhost", 80}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("parseAdmin = %v, want %v", got, want)
 	}

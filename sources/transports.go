@@ -2,7 +2,6 @@ package sources
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -20,7 +19,7 @@ import (
 // HTTP/2 off.
 func NewClientTransport(maxConns int, c *config.Client) (*http.Transport, error) {
 	maxConns = max(maxConns, 1)
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := newDialer(nil)
 	t := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            dialer.DialContext,
