@@ -204,7 +204,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	if d.mb != nil {
 		memberName = d.mb.m.Name()
 	}
-	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName}); err != nil {
+	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName, Sole: d.mb == nil}); err != nil {
 		return nil, err
 	}
 	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, DescriptorCap: fdCapOf, Ownership: own,

@@ -61,6 +61,7 @@ type Outbox interface {
 	DropEvents(ctx context.Context, before, now time.Time) ([]store.Event, error)
 	TrimEvents(ctx context.Context, keep int, now time.Time) ([]store.Event, error)
 	PendingEvents(ctx context.Context) (int, error)
+	RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error)
 }
 
 var _ Outbox = (*store.Store)(nil)
@@ -72,6 +73,11 @@ type Options struct {
 	Registry prometheus.Registerer // pacer_notifications_total, pacer_notifications_pending
 	// Member names this sender's claims (a cluster member's name).
 	Member string
+	// Sole says that this sender is the only one on its store (a daemon
+	// on SQLite): the claims it finds at start are a killed daemon's, and
+	// are released at once instead of holding their events for the
+	// claim's length (notify.timeout + 5 s).
+	Sole bool
 	// Interval is how often the outbox is read without a wake-up
 	// (default DefaultInterval).
 	Interval time.Duration
@@ -91,6 +97,7 @@ type Sender struct {
 	ob       Outbox
 	log      *slog.Logger
 	member   string
+	sole     bool
 	interval time.Duration
 	now      func() time.Time
 	client   *http.Client
@@ -127,7 +134,7 @@ func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, erro
 		return nil, errors.New("notify: Outbox and Registry are required")
 	}
 	s := &Sender{
-		ob: opts.Outbox, log: opts.Logger, member: opts.Member, interval: opts.Interval, now: opts.Now,
+		ob: opts.Outbox, log: opts.Logger, member: opts.Member, sole: opts.Sole, interval: opts.Interval, now: opts.Now,
 		client: newClient(),
 		wake:   make(chan struct{}, 1),
 		jobs:   make(chan job),
@@ -185,6 +192,13 @@ func (s *Sender) Wake() {
 // Start runs the loop and the workers until Stop.
 func (s *Sender) Start() {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.sole {
+		if n, err := s.ob.RetryEventsNow(s.ctx, s.now(), true); err != nil {
+			s.storeError("release claims", err)
+		} else if n > 0 {
+			s.log.Info("notifications of an earlier run due again", "events", n)
+		}
+	}
 	for range maxInFlight {
 		s.free <- struct{}{}
 		s.spawn(s.worker)
@@ -385,6 +399,14 @@ func (s *Sender) handle(j job) {
 		s.sent.Inc()
 		if err := s.ob.EventSent(ctx, j.ev.ID); err != nil {
 			s.storeError("sent", err)
+		}
+		if j.ev.Attempts > 0 {
+			// A retry went through: the targets answer again, so the
+			// events waiting out their backoff (up to 5 min after a
+			// long outage) go now instead, and the outbox drains.
+			if _, err := s.ob.RetryEventsNow(ctx, s.now(), false); err != nil {
+				s.storeError("retry now", err)
+			}
 		}
 		return
 	}
