@@ -82,6 +82,9 @@ type Member struct {
 	lastOK     time.Time
 	graceLive  []string
 	graceUntil time.Time
+	// handing is true while a shard changes hands: the last round did
+	// not get every shard of its share, or still holds one of another's.
+	handing bool
 }
 
 // New returns a member; Run makes it take part.
@@ -178,12 +181,15 @@ func (m *Member) Round(ctx context.Context) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	next := make(map[int]held, len(claims))
+	handing := len(claims) != len(want)
 	for _, c := range claims {
 		_, mine := slices.BinarySearch(want, c.Shard)
 		next[c.Shard] = held{fence: c.Fence, deadline: start.Add(c.Left - m.margin()), leaving: !mine}
+		handing = handing || !mine
 	}
 	m.mu.Lock()
 	m.claims = next
+	m.handing = handing
 	m.lastOK = start
 	m.mu.Unlock()
 	return nil
@@ -248,17 +254,34 @@ func (m *Member) warnFingerprints(members []store.Member, fp string) {
 // member's exit).
 const roundEvery = time.Second
 
+// handoverEvery is the time between two rounds while a shard changes
+// hands (Round's handing): the member giving a shard back releases it as
+// soon as its polls are drained, and the member taking it claims it soon
+// after, rather than a full round later each. With rounds every lease/3
+// (up to roundEvery) both waits paused the shard's polls, a limits group
+// with its rate among them, for up to two rounds more.
+const handoverEvery = 200 * time.Millisecond
+
 // Run takes part in the cluster until ctx is done: a round every lease/3,
-// at most roundEvery apart (a failed round is logged and retried at the
-// next), then it leaves the cluster, giving its shards back at once. The
-// caller cancels ctx once its polls have ended and its states are
-// committed.
+// at most roundEvery apart, every handoverEvery while a shard changes
+// hands (a failed round is logged and retried at the next), then it
+// leaves the cluster, giving its shards back at once. The caller cancels
+// ctx once its polls have ended and its states are committed.
 func (m *Member) Run(ctx context.Context) {
-	t := time.NewTicker(min(m.opt.Lease/3, roundEvery))
+	every := min(m.opt.Lease/3, roundEvery)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	failing := false
 	for {
+		begun := time.Now()
 		err := m.Round(ctx)
+		wait := every
+		m.mu.Lock()
+		if err == nil && m.handing {
+			wait = min(wait, handoverEvery)
+		}
+		m.mu.Unlock()
+		t.Reset(max(wait-time.Since(begun), 0))
 		if ctx.Err() == nil {
 			m.mu.Lock()
 			m.lastErr = err
