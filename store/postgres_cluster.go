@@ -264,8 +264,8 @@ type Fence struct {
 
 // SaveBatchFenced is SaveBatch for a member of a cluster: the states and
 // records of a source are written only if the member still holds the
-// source's shard with the fence of f (lease not expired). The rows of the
-// shards it lost are left out, and their sources returned in rejected, by
+// source's shard with the fence of f (nobody else claimed it since, see
+// validShards). The rows of the shards it lost are left out, and their sources returned in rejected, by
 // name; the rest is committed, in one transaction as SaveBatch. The shards
 // checked stay locked (FOR SHARE) until the commit, so that no claim can
 // take one of them in the middle of it.
@@ -337,7 +337,15 @@ func (f Fence) only(sts []stateRow, records []PollRecord) Fence {
 }
 
 // validShards returns the shards of f that the member still holds with
-// f's fence, locking their rows until the end of tx.
+// f's fence, locking their rows until the end of tx. A lease that ran out
+// still counts while its row names the member with f's fence: no other
+// member claimed the shard since (a claim by another sets the owner and
+// increments the fence, a release clears the owner), and none can until
+// this commit ends (the rows are locked). The polls a member ran before an
+// outage longer than its lease (a lock held on the tables, a restart of
+// the server) are then committed once the database answers, instead of
+// refused because the lease lapsed while nobody took the shard over (53
+// polls lost of 1,700 to a 20 s lock).
 func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]bool, error) {
 	shards := make([]int64, 0, len(f.Fences))
 	fences := make([]int64, 0, len(f.Fences))
@@ -345,7 +353,7 @@ func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]b
 		shards, fences = append(shards, int64(sh)), append(fences, fe)
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT s.shard FROM "+tableShards+" s JOIN unnest($2::bigint[], $3::bigint[]) AS f(shard, fence) "+
-		"ON s.shard = f.shard AND s.fence = f.fence WHERE s.owner = $1 AND s.lease_until > now() ORDER BY s.shard FOR SHARE OF s",
+		"ON s.shard = f.shard AND s.fence = f.fence WHERE s.owner = $1 ORDER BY s.shard FOR SHARE OF s",
 		f.Member, shards, fences)
 	if err != nil {
 		return nil, fmt.Errorf("check fences: %w", err)
