@@ -34,6 +34,7 @@ type Store interface {
 	Heartbeat(ctx context.Context, m store.Member, lease time.Duration) ([]store.Member, error)
 	ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]store.Claim, error)
 	LeaveCluster(ctx context.Context, member string) error
+	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -52,7 +53,9 @@ type Options struct {
 	// Stats reports what the member shows in GET /api/cluster. nil: zeros.
 	Stats  func() (owned, inflight int)
 	Logger *slog.Logger
-	// Now is the member's monotonic clock (time.Now when nil).
+	// Now is the member's clock (time.Now when nil): monotonic for its
+	// deadlines, and the wall clock whose offset from the database's it
+	// measures (ClockOffset).
 	Now func() time.Time
 }
 
@@ -85,6 +88,13 @@ type Member struct {
 	// handing is true while a shard changes hands: the last round did
 	// not get every shard of its share, or still holds one of another's.
 	handing bool
+	// offset is the database's clock minus the member's (ClockOffset);
+	// offsetSet once measured; offsetWarned is the offset last warned
+	// about, offsetWarnedAt when.
+	offset         time.Duration
+	offsetSet      bool
+	offsetWarned   time.Duration
+	offsetWarnedAt time.Time
 }
 
 // New returns a member; Run makes it take part.
@@ -143,11 +153,15 @@ func (m *Member) Round(ctx context.Context) error {
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
 	}
+	off, err := m.measureOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	m.mu.Lock()
 	fp := m.opt.Fingerprint
 	m.mu.Unlock()
 	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
-		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
+		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight, ClockOffsetMs: off.Milliseconds()}, m.opt.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -200,6 +214,59 @@ func (m *Member) Round(ctx context.Context) error {
 	m.lastOK = start
 	m.mu.Unlock()
 	return nil
+}
+
+// offsetStep is the least change of the measured clock offset that moves
+// the one the member schedules by: the measure's own error (half a round
+// trip) would otherwise move the scheduler's clock back and forth by
+// milliseconds at every round.
+const offsetStep = 50 * time.Millisecond
+
+// clockWarnAbove is the offset from the database's clock above which a
+// member logs a warning (rule 8.1): it schedules on the database's clock
+// anyway, but its logs' times and its operator's view are off by that much.
+const clockWarnAbove = time.Second
+
+// measureOffset measures the database's clock minus the member's (from
+// the middle of the call), keeps it as ClockOffset when it moved by
+// offsetStep or more, and warns, at most once a minute unless it moves by
+// another second, while it exceeds clockWarnAbove.
+func (m *Member) measureOffset(ctx context.Context) (time.Duration, error) {
+	t0 := m.opt.Now()
+	db, err := m.st.DatabaseNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t1 := m.opt.Now()
+	measured := db.Sub(t0.Add(t1.Sub(t0) / 2))
+	m.mu.Lock()
+	if d := measured - m.offset; !m.offsetSet || d >= offsetStep || d <= -offsetStep {
+		m.offset, m.offsetSet = measured, true
+	}
+	off := m.offset
+	far := off > clockWarnAbove || off < -clockWarnAbove
+	moved := off-m.offsetWarned > clockWarnAbove || m.offsetWarned-off > clockWarnAbove
+	warn := far && (m.offsetWarnedAt.IsZero() || moved || t1.Sub(m.offsetWarnedAt) >= time.Minute)
+	if warn {
+		m.offsetWarned, m.offsetWarnedAt = off, t1
+	}
+	m.mu.Unlock()
+	if warn {
+		m.opt.Logger.Warn("cluster: this member's clock is off from the database's; it schedules on the database's clock",
+			"member", m.opt.Name, "clock_offset_ms", off.Milliseconds())
+	}
+	return off, nil
+}
+
+// ClockOffset is the database's clock minus the member's, as last
+// measured (0 before the first round): the member's scheduler runs on its
+// clock plus this (scheduler.DatabaseClock), so that the due times and
+// phases members hand over through the store agree whatever their own
+// clocks say (rule 8.1).
+func (m *Member) ClockOffset() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offset
 }
 
 // liveAfter is the list of live members a round works with, from live,

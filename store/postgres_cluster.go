@@ -51,6 +51,7 @@ type memberModel struct {
 	ConfigFingerprint string    `gorm:"not null;default:('')"`
 	OwnedSources      int64     `gorm:"not null;default:0"`
 	Inflight          int64     `gorm:"not null;default:0"`
+	ClockOffsetMs     int64     `gorm:"not null;default:0"`
 }
 
 // TableName pins the table of memberModel.
@@ -83,10 +84,26 @@ func createClusterTables(tx *gorm.DB) error {
 			return fmt.Errorf("create table of %T: %w", m.value, err)
 		}
 	}
+	if err := addClusterColumns(tx); err != nil {
+		return err
+	}
 	err := tx.Exec("INSERT INTO "+tableShards+" (shard, fence) SELECT s, 0 FROM generate_series(0, ?) AS s "+
 		"ON CONFLICT (shard) DO NOTHING", Shards-1).Error
 	if err != nil {
 		return fmt.Errorf("create shards: %w", err)
+	}
+	return nil
+}
+
+// addClusterColumns adds the columns of the cluster's tables that came
+// after them (cluster_members.clock_offset_ms) to a store that lacks them.
+// A store that has them is not written.
+func addClusterColumns(db *gorm.DB) error {
+	if db.Migrator().HasColumn(&memberModel{}, "ClockOffsetMs") {
+		return nil
+	}
+	if err := db.Exec("ALTER TABLE " + tableMembers + " ADD COLUMN IF NOT EXISTS clock_offset_ms bigint NOT NULL DEFAULT 0").Error; err != nil {
+		return fmt.Errorf("add column clock_offset_ms of %s: %w", tableMembers, err)
 	}
 	return nil
 }
@@ -109,6 +126,10 @@ type Member struct {
 	ConfigFingerprint string
 	OwnedSources      int
 	Inflight          int
+	// ClockOffsetMs is the database's clock minus the member's, as the
+	// member measured it at its last round (rule 8.1: a member schedules
+	// on the database's clock; one far off is shown).
+	ClockOffsetMs int64
 }
 
 // Heartbeat records that member m is alive now (the database's clock) with
@@ -120,10 +141,11 @@ func (s *Store) Heartbeat(ctx context.Context, m Member, lease time.Duration) ([
 	}
 	var out []Member
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Exec("INSERT INTO "+tableMembers+" (name, started_at, last_seen_at, config_fingerprint, owned_sources, inflight) "+
-			"VALUES (?, ?, now(), ?, ?, ?) ON CONFLICT (name) DO UPDATE SET last_seen_at = now(), "+
-			"config_fingerprint = excluded.config_fingerprint, owned_sources = excluded.owned_sources, inflight = excluded.inflight",
-			m.Name, normTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight).Error
+		err := tx.Exec("INSERT INTO "+tableMembers+" (name, started_at, last_seen_at, config_fingerprint, owned_sources, inflight, clock_offset_ms) "+
+			"VALUES (?, ?, now(), ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET last_seen_at = now(), "+
+			"config_fingerprint = excluded.config_fingerprint, owned_sources = excluded.owned_sources, inflight = excluded.inflight, "+
+			"clock_offset_ms = excluded.clock_offset_ms",
+			m.Name, normTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight, m.ClockOffsetMs).Error
 		if err != nil {
 			return err
 		}
@@ -138,6 +160,21 @@ func (s *Store) Heartbeat(ctx context.Context, m Member, lease time.Duration) ([
 		return nil, fmt.Errorf("store: heartbeat of %q: %w", m.Name, err)
 	}
 	return out, nil
+}
+
+// DatabaseNow is the database's clock now (clock_timestamp()): a member
+// measures its own clock's offset from it, and schedules on the
+// database's clock, so that the due times members hand over through the
+// store mean the same to all of them (rule 8.1).
+func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
+	if s.dialect != dialectPostgres {
+		return time.Time{}, ErrNoCluster
+	}
+	var now time.Time
+	if err := s.sql.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("store: the database's clock: %w", err)
+	}
+	return now, nil
 }
 
 // Members returns the members seen within lease, by name.
@@ -161,7 +198,8 @@ func liveMembers(db *gorm.DB, lease time.Duration) ([]Member, error) {
 	out := make([]Member, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, Member{Name: r.Name, StartedAt: normTime(r.StartedAt), LastSeenAt: normTime(r.LastSeenAt),
-			ConfigFingerprint: r.ConfigFingerprint, OwnedSources: int(r.OwnedSources), Inflight: int(r.Inflight)})
+			ConfigFingerprint: r.ConfigFingerprint, OwnedSources: int(r.OwnedSources), Inflight: int(r.Inflight),
+			ClockOffsetMs: r.ClockOffsetMs})
 	}
 	return out, nil
 }

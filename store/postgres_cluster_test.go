@@ -407,3 +407,31 @@ func TestPostgresFencedCommitAfterLapsedLease(t *testing.T) {
 		t.Errorf("x after a's stale commit: polls %d, want 5 (b's claim fenced a out)", st.PollsTotal)
 	}
 }
+
+// TestPostgresMemberClockOffset: a member's heartbeat carries its clock's
+// offset from the database's, which Members returns (GET /api/cluster's
+// clock_offset_ms); a store created before the column existed gets it when
+// opened. DatabaseNow is the database's clock.
+func TestPostgresMemberClockOffset(t *testing.T) {
+	dsn := newPostgresDSN(t)
+	s := openAt(t, dsn, store.Options{})
+	if err := store.GormDB(s).Exec("ALTER TABLE cluster_members DROP COLUMN clock_offset_ms").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, dsn, store.Options{})
+	if _, err := s.Heartbeat(t.Context(), store.Member{Name: "a", StartedAt: time.Now(), ClockOffsetMs: -7003}, time.Minute); err != nil {
+		t.Fatalf("heartbeat on a store opened without the column: %v", err)
+	}
+	ms, err := s.Members(t.Context(), time.Minute)
+	if err != nil || len(ms) != 1 || ms[0].ClockOffsetMs != -7003 {
+		t.Errorf("members %+v, %v: want a with clock_offset_ms -7003", ms, err)
+	}
+	before := time.Now()
+	now, err := s.DatabaseNow(t.Context())
+	if err != nil || now.Before(before.Add(-time.Minute)) || now.After(time.Now().Add(time.Minute)) {
+		t.Errorf("DatabaseNow = %v, %v: want about %v (the test server's clock is this machine's)", now, err, before)
+	}
+}
