@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to hold a lock
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/cluster"
@@ -199,4 +202,67 @@ func clockSkewRun(t *testing.T, skew time.Duration) {
 		}
 	}
 	t.Logf("m2 %v off the database's clock: %d sources' ticks polled twice, %d silences over %v", skew, doubles, silent, maxGap)
+}
+
+// TestClusterCommitBounded: a member's commit whose statement hangs (a
+// session holds source_states locked) fails within half a lease, so that
+// the store's error shows (GET /readyz 503) and the flusher retries,
+// instead of waiting for as long as the lock; once the lock is gone every
+// poll the upstream answered is in the store.
+func TestClusterCommitBounded(t *testing.T) {
+	dsn := pgtest.Schema(t, "cb_")
+	up := &arrivals{at: map[string][]time.Time{}}
+	srv := httptest.NewServer(up)
+	t.Cleanup(srv.Close)
+	body := "concurrency: 4\ndefaults:\n  schedule: \"@every 1s\"\n  timeout: 1s\nsources:\n" +
+		"  - {name: a, type: http, url: \"" + srv.URL + "/a\"}\n  - {name: b, type: http, url: \"" + srv.URL + "/b\"}\n"
+	m := startClockMember(t, dsn, "m1", RealClock{}, body, nil)
+	waitfor.True(t, 20*time.Second, "a and b polled", func() bool { return len(up.of("/a")) > 0 && len(up.of("/b")) > 0 })
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("LOCK TABLE source_states IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := time.Now()
+	released := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec("SELECT pg_sleep(6)")
+		released <- errors.Join(err, tx.Rollback())
+	}()
+	var took time.Duration
+	waitfor.True(t, 10*time.Second, "the commit's error", func() bool {
+		took = time.Since(locked)
+		return m.s.flush.err() != nil
+	})
+	// A poll ends within its 1 s tick, the commit waits 50 ms and then
+	// half the 2 s lease: the error shows within 2.5 s, not at the lock's
+	// end (6 s).
+	if took > 3500*time.Millisecond {
+		t.Errorf("the commit's error showed %v after the lock, want within half a lease of the poll", took.Round(time.Millisecond))
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	m.leave(t)
+	st, err := store.Open(dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"a", "b"} {
+		states, err := st.LoadStatesOf(t.Context(), []string{name})
+		if err != nil || len(states) != 1 {
+			t.Fatalf("state of %s: %v %v", name, states, err)
+		}
+		if got, want := states[0].PollsTotal, int64(len(up.of("/"+name))); got != want {
+			t.Errorf("%s: the store counts %d polls, the upstream saw %d", name, got, want)
+		}
+	}
 }
