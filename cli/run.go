@@ -201,6 +201,12 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		}
 		own = d.mb.m
 		clock = scheduler.DatabaseClock(scheduler.RealClock{}, d.mb.m.ClockOffset)
+		// Measured before the scheduler starts, so that its clock does
+		// not jump at the member's first round; if the database does not
+		// answer now, that round measures it.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Cluster.Lease/2)
+		_, _ = d.mb.m.MeasureOffset(ctx)
+		cancel()
 	}
 	memberName := cfg.Cluster.MemberName()
 	if d.mb != nil {

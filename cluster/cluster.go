@@ -153,7 +153,7 @@ func (m *Member) Round(ctx context.Context) error {
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
 	}
-	off, err := m.measureOffset(ctx)
+	off, err := m.MeasureOffset(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -227,11 +227,13 @@ const offsetStep = 50 * time.Millisecond
 // anyway, but its logs' times and its operator's view are off by that much.
 const clockWarnAbove = time.Second
 
-// measureOffset measures the database's clock minus the member's (from
+// MeasureOffset measures the database's clock minus the member's (from
 // the middle of the call), keeps it as ClockOffset when it moved by
 // offsetStep or more, and warns, at most once a minute unless it moves by
-// another second, while it exceeds clockWarnAbove.
-func (m *Member) measureOffset(ctx context.Context) (time.Duration, error) {
+// another second, while it exceeds clockWarnAbove. Every round calls it;
+// the daemon calls it once before its scheduler starts, so that the
+// scheduler's clock does not jump at the first round.
+func (m *Member) MeasureOffset(ctx context.Context) (time.Duration, error) {
 	t0 := m.opt.Now()
 	db, err := m.st.DatabaseNow(ctx)
 	if err != nil {

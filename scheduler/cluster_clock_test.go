@@ -71,6 +71,9 @@ func startClockMember(t *testing.T, dsn, name string, clock Clock, body string, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cm.m.MeasureOffset(t.Context()); err != nil { // as the daemon does before its scheduler starts
+		t.Fatal(err)
+	}
 	cfg := writeConfig(t, t.TempDir(), body)
 	cm.s, err = New(cfg, Options{Store: st, Registry: prometheus.NewRegistry(), Logger: log, Ownership: cm.m,
 		Clock: DatabaseClock(clock, cm.m.ClockOffset), CommandInterval: time.Second})
