@@ -340,7 +340,7 @@ const handoverEvery = 200 * time.Millisecond
 
 // Run takes part in the cluster until ctx is done: a round every lease/3,
 // at most roundEvery apart, every handoverEvery while a shard changes
-// hands (a failed round is logged and retried at the next), then it
+// hands (for up to a lease; a failed round is logged and retried at the next), then it
 // leaves the cluster, giving its shards back at once. The caller cancels
 // ctx once its polls have ended and its states are committed.
 func (m *Member) Run(ctx context.Context) {
@@ -348,15 +348,26 @@ func (m *Member) Run(ctx context.Context) {
 	t := time.NewTimer(every)
 	defer t.Stop()
 	failing := false
+	var handingSince time.Time
 	for {
 		begun := time.Now()
 		err := m.Round(ctx)
 		wait := every
 		m.mu.Lock()
-		if err == nil && m.handing {
+		handing := err == nil && m.handing
+		m.mu.Unlock()
+		switch {
+		case !handing:
+			handingSince = time.Time{}
+		case handingSince.IsZero():
+			handingSince = begun
+			fallthrough
+		case begun.Sub(handingSince) < m.opt.Lease:
+			// A hand-over longer than a lease waits for a long poll or
+			// for a dead member's lease: quick rounds would only load
+			// the database meanwhile.
 			wait = min(wait, handoverEvery)
 		}
-		m.mu.Unlock()
 		t.Reset(max(wait-time.Since(begun), 0))
 		if ctx.Err() == nil {
 			m.mu.Lock()
@@ -402,10 +413,14 @@ func (m *Member) MayStart(shard int) bool {
 }
 
 // StatementTimeout bounds every statement of the member and of its
-// scheduler's commits: half a lease, so that a statement that hangs counts
-// as an outage (commits held, GET /readyz 503) well before the claims it
-// relies on run out.
-func (m *Member) StatementTimeout() time.Duration { return m.opt.Lease / 2 }
+// scheduler's commits: the lease minus the margin. A round that answers
+// later than that grants claims whose deadlines have passed already, so
+// the bound cuts nothing useful, and a statement that hangs counts as an
+// outage (claims unrenewed, commits held and retried, GET /readyz 503)
+// instead of a wait for as long as the database. Half a lease was too
+// tight: on a loaded machine a renewal took 1.4 s of a 2 s lease, still
+// in time, and the bound of 1 s made the member give up its shards.
+func (m *Member) StatementTimeout() time.Duration { return m.opt.Lease - m.margin() }
 
 // Renewed returns nil when the member's last round succeeded, else the
 // reason: until a round succeeds again the member cannot tell which of
