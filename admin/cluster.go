@@ -22,6 +22,9 @@ type memberJSON struct {
 	OwnedSources      int       `json:"owned_sources"`
 	Inflight          int       `json:"inflight"`
 	ConfigFingerprint string    `json:"config_fingerprint"`
+	// ClockOffsetMs is the database's clock minus the member's (rule 8.1:
+	// members schedule on the database's clock; one far off is shown).
+	ClockOffsetMs int64 `json:"clock_offset_ms"`
 }
 
 // cluster answers GET /api/cluster: {"members": [...]}, by name; a daemon
@@ -44,7 +47,8 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, m := range ms {
 		out.Members = append(out.Members, memberJSON{Name: m.Name, StartedAt: m.StartedAt.UTC(), LastSeenAt: m.LastSeenAt.UTC(),
-			OwnedSources: m.OwnedSources, Inflight: m.Inflight, ConfigFingerprint: m.ConfigFingerprint})
+			OwnedSources: m.OwnedSources, Inflight: m.Inflight, ConfigFingerprint: m.ConfigFingerprint,
+			ClockOffsetMs: m.ClockOffsetMs})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

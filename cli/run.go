@@ -194,11 +194,19 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		d.conc = min(d.conc, fdLimit)
 	}
 	var own scheduler.Ownership
+	var clock scheduler.Clock // nil: the real clock
 	if cfg.Cluster.Set {
 		if d.mb, err = newMember(cfg, st, log, &d.sched); err != nil {
 			return nil, err
 		}
 		own = d.mb.m
+		clock = scheduler.DatabaseClock(scheduler.RealClock{}, d.mb.m.ClockOffset)
+		// Measured before the scheduler starts, so that its clock does
+		// not jump at the member's first round; if the database does not
+		// answer now, that round measures it.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Cluster.Lease/2)
+		_, _ = d.mb.m.MeasureOffset(ctx)
+		cancel()
 	}
 	memberName := cfg.Cluster.MemberName()
 	if d.mb != nil {
@@ -208,7 +216,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		return nil, err
 	}
 	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, DescriptorCap: fdCapOf, Ownership: own,
-		EventsCommitted: d.send.Wake, EventsDropped: d.send.CountDropped})
+		Clock: clock, EventsCommitted: d.send.Wake, EventsDropped: d.send.CountDropped})
 	if err != nil {
 		return nil, err
 	}

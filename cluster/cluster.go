@@ -39,6 +39,7 @@ type Store interface {
 	LeaveCluster(ctx context.Context, member string) error
 	PublishShardSources(ctx context.Context, member string, counts map[int]int) error
 	ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error)
+	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -62,7 +63,9 @@ type Options struct {
 	// Stats reports what the member shows in GET /api/cluster. nil: zeros.
 	Stats  func() (owned, inflight int)
 	Logger *slog.Logger
-	// Now is the member's monotonic clock (time.Now when nil).
+	// Now is the member's clock (time.Now when nil): monotonic for its
+	// deadlines, and the wall clock whose offset from the database's it
+	// measures (ClockOffset).
 	Now func() time.Time
 }
 
@@ -96,6 +99,16 @@ type Member struct {
 	lastOK     time.Time
 	graceLive  []string
 	graceUntil time.Time
+	// handing is true while a shard changes hands: the last round did
+	// not get every shard of its share, or still holds one of another's.
+	handing bool
+	// offset is the database's clock minus the member's (ClockOffset);
+	// offsetSet once measured; offsetWarned is the offset last warned
+	// about, offsetWarnedAt when.
+	offset         time.Duration
+	offsetSet      bool
+	offsetWarned   time.Duration
+	offsetWarnedAt time.Time
 }
 
 // New returns a member; Run makes it take part.
@@ -143,15 +156,26 @@ func Assign(live []string, shard int) string {
 // a scheduler that checks MayStart and marks a poll in flight under one
 // lock of its own then never starts a poll of a shard being given back.
 func (m *Member) Round(ctx context.Context) error {
+	// A statement that hangs (a lock held on the cluster's tables, a
+	// server that stopped answering) fails the round as a lost connection
+	// does (rule 8.7): without the bound the round waited for as long as
+	// the lock, the member looked healthy and its commits went on, then
+	// were refused once its leases had run out (53 polls lost of 1,700).
+	ctx, cancel := context.WithTimeout(ctx, m.StatementTimeout())
+	defer cancel()
 	var owned, inflight int
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
+	}
+	off, err := m.MeasureOffset(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	m.mu.Lock()
 	fp := m.opt.Fingerprint
 	m.mu.Unlock()
 	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
-		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight}, m.opt.Lease)
+		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight, ClockOffsetMs: off.Milliseconds()}, m.opt.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -201,12 +225,15 @@ func (m *Member) Round(ctx context.Context) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	next := make(map[int]held, len(claims))
+	handing := len(claims) != len(want)
 	for _, c := range claims {
 		_, mine := slices.BinarySearch(want, c.Shard)
 		next[c.Shard] = held{fence: c.Fence, deadline: start.Add(c.Left - m.margin()), leaving: !mine}
+		handing = handing || !mine
 	}
 	m.mu.Lock()
 	m.claims = next
+	m.handing = handing
 	m.lastOK = start
 	m.mu.Unlock()
 	return nil
@@ -278,6 +305,61 @@ func Candidates(live []string, has map[string]map[int]int, shard int) []string {
 	return out
 }
 
+// offsetStep is the least change of the measured clock offset that moves
+// the one the member schedules by: the measure's own error (half a round
+// trip) would otherwise move the scheduler's clock back and forth by
+// milliseconds at every round.
+const offsetStep = 50 * time.Millisecond
+
+// clockWarnAbove is the offset from the database's clock above which a
+// member logs a warning (rule 8.1): it schedules on the database's clock
+// anyway, but its logs' times and its operator's view are off by that much.
+const clockWarnAbove = time.Second
+
+// MeasureOffset measures the database's clock minus the member's (from
+// the middle of the call), keeps it as ClockOffset when it moved by
+// offsetStep or more, and warns, at most once a minute unless it moves by
+// another second, while it exceeds clockWarnAbove. Every round calls it;
+// the daemon calls it once before its scheduler starts, so that the
+// scheduler's clock does not jump at the first round.
+func (m *Member) MeasureOffset(ctx context.Context) (time.Duration, error) {
+	t0 := m.opt.Now()
+	db, err := m.st.DatabaseNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t1 := m.opt.Now()
+	measured := db.Sub(t0.Add(t1.Sub(t0) / 2))
+	m.mu.Lock()
+	if d := measured - m.offset; !m.offsetSet || d >= offsetStep || d <= -offsetStep {
+		m.offset, m.offsetSet = measured, true
+	}
+	off := m.offset
+	far := off > clockWarnAbove || off < -clockWarnAbove
+	moved := off-m.offsetWarned > clockWarnAbove || m.offsetWarned-off > clockWarnAbove
+	warn := far && (m.offsetWarnedAt.IsZero() || moved || t1.Sub(m.offsetWarnedAt) >= time.Minute)
+	if warn {
+		m.offsetWarned, m.offsetWarnedAt = off, t1
+	}
+	m.mu.Unlock()
+	if warn {
+		m.opt.Logger.Warn("cluster: this member's clock is off from the database's; it schedules on the database's clock",
+			"member", m.opt.Name, "clock_offset_ms", off.Milliseconds())
+	}
+	return off, nil
+}
+
+// ClockOffset is the database's clock minus the member's, as last
+// measured (0 before the first round): the member's scheduler runs on its
+// clock plus this (scheduler.DatabaseClock), so that the due times and
+// phases members hand over through the store agree whatever their own
+// clocks say (rule 8.1).
+func (m *Member) ClockOffset() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offset
+}
+
 // liveAfter is the list of live members a round works with, from live,
 // those whose heartbeat the database shows within a lease. After this
 // member could not reach the database for more than a lease (a restart
@@ -337,17 +419,45 @@ func (m *Member) warnFingerprints(members []store.Member, fp string) {
 // member's exit).
 const roundEvery = time.Second
 
+// handoverEvery is the time between two rounds while a shard changes
+// hands (Round's handing): the member giving a shard back releases it as
+// soon as its polls are drained, and the member taking it claims it soon
+// after, rather than a full round later each. With rounds every lease/3
+// (up to roundEvery) both waits paused the shard's polls, a limits group
+// with its rate among them, for up to two rounds more.
+const handoverEvery = 200 * time.Millisecond
+
 // Run takes part in the cluster until ctx is done: a round every lease/3,
-// at most roundEvery apart (a failed round is logged and retried at the
-// next), then it leaves the cluster, giving its shards back at once. The
-// caller cancels ctx once its polls have ended and its states are
-// committed.
+// at most roundEvery apart, every handoverEvery while a shard changes
+// hands (for up to a lease; a failed round is logged and retried at the next), then it
+// leaves the cluster, giving its shards back at once. The caller cancels
+// ctx once its polls have ended and its states are committed.
 func (m *Member) Run(ctx context.Context) {
-	t := time.NewTicker(min(m.opt.Lease/3, roundEvery))
+	every := min(m.opt.Lease/3, roundEvery)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	failing := false
+	var handingSince time.Time
 	for {
+		begun := time.Now()
 		err := m.Round(ctx)
+		wait := every
+		m.mu.Lock()
+		handing := err == nil && m.handing
+		m.mu.Unlock()
+		switch {
+		case !handing:
+			handingSince = time.Time{}
+		case handingSince.IsZero():
+			handingSince = begun
+			fallthrough
+		case begun.Sub(handingSince) < m.opt.Lease:
+			// A hand-over longer than a lease waits for a long poll or
+			// for a dead member's lease: quick rounds would only load
+			// the database meanwhile.
+			wait = min(wait, handoverEvery)
+		}
+		t.Reset(max(wait-time.Since(begun), 0))
 		if ctx.Err() == nil {
 			m.mu.Lock()
 			m.lastErr = err
@@ -390,6 +500,16 @@ func (m *Member) MayStart(shard int) bool {
 	h, ok := m.claims[shard]
 	return ok && !h.leaving && m.opt.Now().Before(h.deadline)
 }
+
+// StatementTimeout bounds every statement of the member and of its
+// scheduler's commits: the lease minus the margin. A round that answers
+// later than that grants claims whose deadlines have passed already, so
+// the bound cuts nothing useful, and a statement that hangs counts as an
+// outage (claims unrenewed, commits held and retried, GET /readyz 503)
+// instead of a wait for as long as the database. Half a lease was too
+// tight: on a loaded machine a renewal took 1.4 s of a 2 s lease, still
+// in time, and the bound of 1 s made the member give up its shards.
+func (m *Member) StatementTimeout() time.Duration { return m.opt.Lease - m.margin() }
 
 // Renewed returns nil when the member's last round succeeded, else the
 // reason: until a round succeeds again the member cannot tell which of

@@ -3,12 +3,15 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to hold a lock
 	"go.uber.org/goleak"
 
 	"github.com/pacer-dev/pacer/cluster"
@@ -360,6 +363,63 @@ func TestOutageKeepsShares(t *testing.T) {
 			if was, ok := before[name][sh]; !ok || was != fe {
 				t.Errorf("%s holds shard %d with fence %d after the outage, want its own fence %d (held %v)", name, sh, fe, was, ok)
 			}
+		}
+	}
+}
+
+// TestRoundBoundedWhenStatementHangs: a round whose statement hangs (a
+// session holds cluster_shards locked) fails within three quarters of a
+// lease (the lease minus the margin), as a
+// lost connection does, instead of waiting for as long as the lock (rule
+// 8.7: the member then holds its commits and answers 503 on /readyz); once
+// the lock is gone a round renews the claims with the same fences.
+func TestRoundBoundedWhenStatementHangs(t *testing.T) {
+	dsn := newDSN(t)
+	s := openStore(t, dsn)
+	const lease = 2 * time.Second
+	m := newMember(t, s, "a", lease)
+	if err := m.Round(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := m.Fence(func(string) int { return 0 }).Fences
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("LOCK TABLE cluster_shards IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	// The lock ends by itself after 5 s, so that a round that waits for
+	// it (the fault) returns, late and without an error.
+	released := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec("SELECT pg_sleep(5)")
+		released <- errors.Join(err, tx.Rollback())
+	}()
+	began := time.Now()
+	err = m.Round(t.Context())
+	took := time.Since(began)
+	if bound := lease - lease/4 + time.Second; err == nil || took > bound {
+		t.Errorf("a round against a locked cluster_shards returned %v after %v, want an error within %v", err, took.Round(time.Millisecond), bound)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Round(t.Context()); err != nil {
+		t.Fatalf("a round once the lock is gone: %v", err)
+	}
+	after := m.Fence(func(string) int { return 0 }).Fences
+	if len(after) != len(before) {
+		t.Fatalf("the member holds %d shards after the lock, %d before", len(after), len(before))
+	}
+	for sh, fe := range before {
+		if after[sh] != fe {
+			t.Errorf("shard %d: fence %d after the lock, %d before (nobody else claimed it)", sh, after[sh], fe)
 		}
 	}
 }

@@ -215,6 +215,7 @@ func TestClusterOnePollPerTick(t *testing.T) {
 			OwnedSources      int       `json:"owned_sources"`
 			Inflight          int       `json:"inflight"`
 			ConfigFingerprint string    `json:"config_fingerprint"`
+			ClockOffsetMs     *int64    `json:"clock_offset_ms"`
 		} `json:"members"`
 	}
 	ms[1].d.getJSON("/api/cluster", &cl)
@@ -225,6 +226,11 @@ func TestClusterOnePollPerTick(t *testing.T) {
 		total += m.OwnedSources
 		if m.ConfigFingerprint == "" || m.ConfigFingerprint != cl.Members[0].ConfigFingerprint || m.StartedAt.IsZero() || m.LastSeenAt.IsZero() {
 			t.Errorf("member %+v: same non-empty fingerprint and times expected", m)
+		}
+		// Rule 8.1: the member's clock against the database's; on one
+		// machine, well within a second.
+		if m.ClockOffsetMs == nil || *m.ClockOffsetMs > 1000 || *m.ClockOffsetMs < -1000 {
+			t.Errorf("member %s: clock_offset_ms %v, want present and within ±1000", m.Name, m.ClockOffsetMs)
 		}
 	}
 	sort.Strings(got)

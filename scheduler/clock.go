@@ -47,3 +47,20 @@ func sleep(ctx context.Context, c Clock, d time.Duration) bool {
 		return false
 	}
 }
+
+// DatabaseClock is base moved by offset(), read at every Now: a member of
+// a cluster runs on the database's clock (offset: cluster.Member's
+// ClockOffset), so that the due times and "@every" phases it hands over
+// through the store mean the same to every member whatever its own clock
+// says (rule 8.1). Timers are base's: a duration is the same on both.
+func DatabaseClock(base Clock, offset func() time.Duration) Clock {
+	return offsetClock{base: base, offset: offset}
+}
+
+type offsetClock struct {
+	base   Clock
+	offset func() time.Duration
+}
+
+func (c offsetClock) Now() time.Time                 { return c.base.Now().Add(c.offset()) }
+func (c offsetClock) NewTimer(d time.Duration) Timer { return c.base.NewTimer(d) }

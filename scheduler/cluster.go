@@ -36,6 +36,10 @@ type Ownership interface {
 	// Renewed is nil when the member's last round of claims succeeded,
 	// else the reason (commits are held until it is nil again).
 	Renewed() error
+	// StatementTimeout bounds each statement on the cluster's behalf (a
+	// commit, the states of the shards taken over): one that hangs is an
+	// outage, retried, instead of a wait for as long as the database.
+	StatementTimeout() time.Duration
 }
 
 // ClusterStore is what a member's scheduler needs of its store besides
@@ -80,6 +84,8 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 			// The flusher keeps the rows and retries (rule 8.7).
 			return nil, fmt.Errorf("scheduler: commit held: %w", err)
 		}
+		ctx, cancel := context.WithTimeout(ctx, own.StatementTimeout())
+		defer cancel()
 		return cst.CommitFenced(ctx, s.commitFence(), b, keep)
 	}
 	s.flush.onRejected = s.rejected
@@ -154,7 +160,7 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 		s.syncShards(ctx)
 		if now := s.clock.Now(); now.Sub(ownersAt) >= ownersEvery {
 			ownersAt = now
-			if owners, err := s.cst.ShardOwners(ctx); err == nil {
+			if owners, err := s.shardOwners(ctx); err == nil {
 				s.mu.Lock()
 				s.owners = owners
 				s.mu.Unlock()
@@ -164,6 +170,13 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// shardOwners reads the owners of the shards, within the statement bound.
+func (s *Scheduler) shardOwners(ctx context.Context) (map[int]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.own.StatementTimeout())
+	defer cancel()
+	return s.cst.ShardOwners(ctx)
 }
 
 // syncShards makes dormant the shards the member may no longer start and
@@ -208,7 +221,9 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 	if len(gained) == 0 {
 		return
 	}
-	states, err := s.cst.LoadStatesOf(ctx, names)
+	lctx, cancel := context.WithTimeout(ctx, s.own.StatementTimeout())
+	states, err := s.cst.LoadStatesOf(lctx, names)
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			s.m.storeErrors.Inc()

@@ -119,6 +119,10 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 		// waited for the commit would start later than its rate allows.
 		s.mu.Lock()
 		seq := j.e.savedSeq
+		if s.setAside(j) {
+			s.mu.Unlock()
+			continue
+		}
 		s.mu.Unlock()
 		s.flush.waitAt(ctx, j.e.sl, seq)
 		if g.sem != nil {
@@ -142,6 +146,31 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 		j.readyAt = s.clock.Now()
 		s.ready.push(j)
 	}
+}
+
+// setAside returns a job of a shard this member no longer polls to its
+// source's (dormant) schedule before it takes a token or a slot of its
+// group, and reports whether it did. Without it a group's queue drained at
+// its rate, each job taking a token only to be refused at claim, and the
+// shard was given back, and the group polled again, only once the whole
+// queue had gone through: 12 sources of a 3/s group paused the group's
+// polls for 3 s at every hand-over (half its rate over 6 s). A trigger
+// keeps its way (claim requeues it). mu held.
+func (s *Scheduler) setAside(j *job) bool {
+	e := j.e
+	if s.own == nil {
+		return false
+	}
+	if j.trigger || !(s.dormant(e) || !s.own.MayStart(e.shard)) {
+		return false
+	}
+	e.busy = false
+	if e.removed {
+		s.dropEntry(e)
+		return true
+	}
+	s.reschedule(e, s.clock.Now())
+	return true
 }
 
 func (s *Scheduler) releaseGroup(j *job) {

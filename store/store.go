@@ -204,6 +204,11 @@ func (s *Store) migrate() error {
 		missing = missing || !m.HasTable(t.value)
 	}
 	if !missing {
+		if s.dialect == dialectPostgres {
+			if err := addClusterColumns(s.db); err != nil {
+				return err
+			}
+		}
 		return checkTables(s.db)
 	}
 	// A store of an older pacer lacks the tables that came later (the
