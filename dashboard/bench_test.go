@@ -69,6 +69,13 @@ func (f *fakeController) SourceConfig(name string) (config.Source, *config.Redac
 func (f *fakeController) History(context.Context, string, int) ([]store.PollRecord, error) {
 	return f.hist, nil
 }
+func (f *fakeController) Histories(_ context.Context, names []string, _ int) (map[string][]store.PollRecord, error) {
+	out := make(map[string][]store.PollRecord, len(names))
+	for _, n := range names {
+		out[n] = f.hist
+	}
+	return out, nil
+}
 func (f *fakeController) Reset(string) (scheduler.SourceObject, error) {
 	return scheduler.SourceObject{}, nil
 }

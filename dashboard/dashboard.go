@@ -34,13 +34,15 @@ var staticFS embed.FS
 
 // Controller is what the pages need of the daemon; *scheduler.Scheduler
 // implements it. Rows and ExplainSources read the scheduler's memory: no
-// page scans the store (History reads the records of the rows shown).
+// page scans the store (Histories reads the records of the rows shown, in
+// one go; History those of a source page).
 type Controller interface {
 	Rows() []scheduler.Row
 	ExplainSources(names []string) []scheduler.Explained
 	ExplainSource(name string) (scheduler.Explained, error)
 	SourceConfig(name string) (config.Source, *config.Redactor, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
 	Reset(name string) (scheduler.SourceObject, error)
 	Pause(name, reason string) (scheduler.SourceObject, error)
 	Resume(name string) (scheduler.SourceObject, error)
@@ -81,6 +83,8 @@ type Dashboard struct {
 	refresh  time.Duration
 	mux      *http.ServeMux
 	cluster  ClusterView // nil on a single daemon
+	table    *tableCache // the table's shared snapshots
+	gate     *gate       // bounds the table's page builds
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -94,7 +98,8 @@ const (
 
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
-	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster}
+	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
+		table: newTableCache(c), gate: newGate(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -42,6 +42,7 @@ type Store interface {
 	GetState(ctx context.Context, name string) (store.SourceState, bool, error)
 	Commit(ctx context.Context, b store.Batch, keep int) error
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
 	PendingCommands(ctx context.Context) ([]store.Command, error)
 	ClaimCommand(ctx context.Context, id uint64) (bool, error)
 	OrphanedCommands(ctx context.Context) ([]store.Command, error)
