@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,13 +25,17 @@ import (
 // release is closed.
 type counting struct {
 	*scheduler.Scheduler
-	rows    atomic.Int32
-	in, max atomic.Int32
-	hold    chan struct{} // nil: no hold
+	rows     atomic.Int32
+	in, max  atomic.Int32
+	hold     chan struct{}                 // nil: no hold
+	holdRows atomic.Pointer[chan struct{}] // nil: no hold
 }
 
 func (c *counting) Rows() []scheduler.Row {
 	c.rows.Add(1)
+	if h := c.holdRows.Load(); h != nil {
+		<-*h
+	}
 	return c.Scheduler.Rows()
 }
 
@@ -133,7 +138,7 @@ func TestTableSnapshotShared(t *testing.T) {
 	}
 	// Shared for a minute: the test's pages all fall in it on a loaded
 	// machine too (the daemon's is 1 s).
-	dashboard.SetTableCache(d, 1000, time.Minute)
+	dashboard.SetTableCache(d, 1000, time.Minute, time.Minute)
 	srv := httptest.NewServer(d)
 	defer srv.Close()
 	if code, _, _ := get(t, srv, "/"); code != http.StatusOK { // the first page learns the size
@@ -152,6 +157,74 @@ func TestTableSnapshotShared(t *testing.T) {
 	wg.Wait()
 	if got := c.rows.Load() - before; got != 1 {
 		t.Errorf("%d clients took %d snapshots of the rows, want 1 shared", clients, got)
+	}
+}
+
+// A snapshot past its age is still served while the next one is built in
+// the background: no page waits for a pass over every source (issue 20,
+// item 4). The page shows the change once that build is done.
+func TestTableSnapshotRefreshedInBackground(t *testing.T) {
+	sched := quietScheduler(t, 300)
+	c := &counting{Scheduler: sched}
+	d, err := dashboard.New(c, dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard.SetTableCache(d, 100, time.Nanosecond, time.Hour)
+	srv := httptest.NewServer(d)
+	defer srv.Close()
+	for range 2 { // the first page learns the size, the second builds the shared snapshot
+		if code, _, _ := get(t, srv, "/?state=paused"); code != http.StatusOK {
+			t.Fatalf("GET /: %d", code)
+		}
+	}
+	if _, err := sched.Pause("source-000007", "maintenance"); err != nil { // not through the dashboard
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	c.holdRows.Store(&hold)
+	before := c.rows.Load()
+	code, _, body := get(t, srv, "/?state=paused")
+	if code != http.StatusOK || strings.Contains(body, "source-000007") {
+		t.Fatalf("GET /?state=paused while the next snapshot is held: %d, paused source shown %v; want 200 from the previous snapshot",
+			code, strings.Contains(body, "source-000007"))
+	}
+	waitfor.True(t, 30*time.Second, "the next snapshot begun", func() bool { return c.rows.Load() > before })
+	c.holdRows.Store(nil)
+	close(hold)
+	waitfor.True(t, 30*time.Second, "the paused source in the table", func() bool {
+		_, _, body := get(t, srv, "/?state=paused")
+		return strings.Contains(body, "source-000007")
+	})
+}
+
+// An action through the dashboard shows in the next page of the table at
+// once, however young the shared snapshot is.
+func TestTableFreshAfterAction(t *testing.T) {
+	d, err := dashboard.New(quietScheduler(t, 300), dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard.SetTableCache(d, 100, time.Hour, time.Hour)
+	srv := httptest.NewServer(d)
+	defer srv.Close()
+	for range 2 {
+		if code, _, _ := get(t, srv, "/?state=paused"); code != http.StatusOK {
+			t.Fatalf("GET /: %d", code)
+		}
+	}
+	cl := srv.Client()
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := cl.PostForm(srv.URL+"/sources/source-000003/pause", url.Values{"reason": {"maintenance"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pause: %d", resp.StatusCode)
+	}
+	if _, _, body := get(t, srv, "/?state=paused"); !strings.Contains(body, "source-000003") || !strings.Contains(body, "<span>paused</span><b>1</b>") {
+		t.Errorf("GET /?state=paused right after a pause through the page does not show it")
 	}
 }
 
@@ -177,7 +250,7 @@ func allocPerPage(t *testing.T, n int) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dashboard.SetTableCache(d, 1000, time.Minute) // the daemon's is 1 s: longer than a loaded machine's test
+	dashboard.SetTableCache(d, 1000, time.Minute, time.Minute) // the daemon's is 1 s: longer than a loaded machine's test
 	srv := httptest.NewServer(d)
 	defer srv.Close()
 	for range 2 { // the first page learns the size, the second builds the snapshot and the view

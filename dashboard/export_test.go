@@ -3,9 +3,10 @@ package dashboard
 import "time"
 
 // SetTableCache sets when the table's snapshot is shared (from that many
-// rows) and how old it may be.
-func SetTableCache(d *Dashboard, from int, maxAge time.Duration) {
-	d.table.from, d.table.maxAge = from, maxAge
+// rows), how old it may be, and how old it is still served while the next
+// is built.
+func SetTableCache(d *Dashboard, from int, maxAge, staleAge time.Duration) {
+	d.table.from, d.table.maxAge, d.table.staleAge = from, maxAge, staleAge
 }
 
 // SetPageGate bounds the page builds of d: builds at once, waiting more,

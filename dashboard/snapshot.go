@@ -27,6 +27,9 @@ const (
 	// read afresh for each page; the snapshot gives the counts, which rows
 	// match and their order.
 	snapshotAge = time.Second
+	// staleAge: a snapshot older than snapshotAge is still served, while
+	// its successor is built, up to this age.
+	staleAge = 10 * time.Second
 	// maxViews bounds the filtered and sorted views kept per snapshot
 	// (an index of 4 bytes a row each); a request for another is built
 	// for itself and not kept.
@@ -65,13 +68,17 @@ type view struct {
 }
 
 // tableCache hands out snapshots: a fresh one per request on a small
-// daemon; on a large one the current snapshot while it is younger than
-// maxAge, else one new snapshot that the requests arriving meanwhile
-// wait for and share.
+// daemon. On a large one, the current snapshot while it is younger than
+// maxAge; past that, still the current one while it is younger than
+// staleAge, a new one being built meanwhile in the background (one at a
+// time), so that no page waits for a pass over every source; with none
+// or an older one, a new one that the requests arriving meanwhile wait
+// for and share.
 type tableCache struct {
-	c      Controller
-	from   int
-	maxAge time.Duration
+	c        Controller
+	from     int
+	maxAge   time.Duration
+	staleAge time.Duration
 
 	mu       sync.Mutex
 	cur      *snapshot     // the shared snapshot, nil when none
@@ -81,11 +88,11 @@ type tableCache struct {
 }
 
 func newTableCache(c Controller) *tableCache {
-	return &tableCache{c: c, from: shareFrom, maxAge: snapshotAge}
+	return &tableCache{c: c, from: shareFrom, maxAge: snapshotAge, staleAge: staleAge}
 }
 
-// get returns a snapshot no older than maxAge, or nil when ctx ends
-// while it waits for another request's build.
+// get returns a snapshot, or nil when ctx ends while it waits for another
+// request's build.
 func (t *tableCache) get(ctx context.Context) *snapshot {
 	t.mu.Lock()
 	if t.lastN < t.from {
@@ -97,7 +104,16 @@ func (t *tableCache) get(ctx context.Context) *snapshot {
 		return s
 	}
 	for {
-		if s := t.cur; s != nil && time.Since(s.built) < t.maxAge {
+		s := t.cur
+		if s != nil && time.Since(s.built) < t.maxAge {
+			t.mu.Unlock()
+			return s
+		}
+		if s != nil && time.Since(s.built) < t.staleAge {
+			if t.building == nil {
+				gen, ch := t.begin()
+				go t.finish(ctx, gen, ch)
+			}
 			t.mu.Unlock()
 			return s
 		}
@@ -113,9 +129,20 @@ func (t *tableCache) get(ctx context.Context) *snapshot {
 		}
 		t.mu.Lock()
 	}
-	gen, ch := t.gen, make(chan struct{})
-	t.building = ch
+	gen, ch := t.begin()
 	t.mu.Unlock()
+	return t.finish(ctx, gen, ch)
+}
+
+// begin marks a shared build under way. mu held.
+func (t *tableCache) begin() (uint64, chan struct{}) {
+	t.building = make(chan struct{})
+	return t.gen, t.building
+}
+
+// finish builds the shared snapshot begun as gen and publishes it, unless
+// invalidate came in between.
+func (t *tableCache) finish(ctx context.Context, gen uint64, ch chan struct{}) *snapshot {
 	s := t.build(ctx, true)
 	t.mu.Lock()
 	if t.building == ch {
@@ -141,7 +168,8 @@ func (t *tableCache) invalidate() {
 }
 
 // build reads the rows, their counts and the store's readiness. A shared
-// build outlives its request: it is not cut off when that client leaves.
+// build outlives its request (it may run in the background): it is not
+// cut off when that client leaves.
 func (t *tableCache) build(ctx context.Context, shared bool) *snapshot {
 	if shared {
 		ctx = context.WithoutCancel(ctx)
