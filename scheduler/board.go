@@ -74,8 +74,16 @@ func (s *Scheduler) Rows() []Row {
 			out = append(out, r)
 		}
 		s.mu.Unlock()
+		s.betweenChunks()
 	}
 	return out
+}
+
+// betweenChunks runs the tests' hook between two chunks of a pass.
+func (s *Scheduler) betweenChunks() {
+	if s.viewHook != nil {
+		s.viewHook()
+	}
 }
 
 // ExplainSources returns the named sources (unknown names are left out),
@@ -109,6 +117,7 @@ func (s *Scheduler) ExplainSources(names []string) []Explained {
 		}
 		out = s.explain(es, remote, out)
 		s.mu.Unlock()
+		s.betweenChunks()
 	}
 	return out
 }

@@ -97,6 +97,9 @@ type Scheduler struct {
 	cmdEvery  time.Duration
 	loopHook  func()
 	newPoller func(src *config.Source) (sources.Poller, error)
+	// viewHook, if set (by tests), is called between the chunks of the
+	// passes over every source (board.go), the lock released.
+	viewHook func()
 
 	mu      sync.Mutex
 	cfg     *config.Config
