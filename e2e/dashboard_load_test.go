@@ -24,8 +24,14 @@ import (
 // The daemon's memory while 16 clients sort the table is the structural
 // bound (it does not depend on the machine's load); the pages' times are
 // logged and bounded loosely, the 200 ms figure is BENCHMARKS.md's.
+//
+// PACER_E2E_DASH_SOURCES sets another number of sources (BENCHMARKS.md's
+// 100,000).
 func TestDashboardPagesWhilePolling(t *testing.T) {
-	const n = 50_000
+	n := 50_000
+	if v, err := strconv.Atoi(os.Getenv("PACER_E2E_DASH_SOURCES")); err == nil && v > 0 {
+		n = v
+	}
 	var served atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
@@ -43,7 +49,7 @@ func TestDashboardPagesWhilePolling(t *testing.T) {
 	d.waitReady(60 * time.Second)
 	// Polling: 5 s worth of polls served.
 	eventually(t, 60*time.Second, "the sources polling", func() error {
-		if s := served.Load(); s < n/12 {
+		if s := served.Load(); s < int64(n/12) {
 			return errf("%d polls served", s)
 		}
 		return nil
@@ -108,9 +114,9 @@ func TestDashboardPagesWhilePolling(t *testing.T) {
 	t.Logf("%d clients sorting, %d pages: median %s, p99 %s, %d refused; daemon CPU %s while polling alone (%.0f %% of a core), %s per page beyond it; VmHWM %d -> %d MiB",
 		clients, clients*each, all[len(all)/2].Round(time.Millisecond), all[len(all)*99/100].Round(time.Millisecond), refused.Load(),
 		(cpu1 - cpu0).Round(time.Millisecond), rate*100, pageCPU.Round(100*time.Microsecond), hwm0>>10, hwm1>>10)
-	// Each page copied and sorted every row: about 25 ms of CPU a page at
+	// Each page copied and sorted every row: about 28 ms of CPU a page at
 	// 50,000 sources on this machine's cores, however loaded. Now a page
-	// reads its 50 rows from a shared snapshot and view: about 4 ms.
+	// reads its 50 rows from a shared snapshot and view: about 5 ms.
 	if pageCPU > 10*time.Millisecond {
 		t.Errorf("%s of the daemon's CPU per sorted page at %d sources, want at most 10 ms (the page's work is bounded)", pageCPU.Round(100*time.Microsecond), n)
 	}
