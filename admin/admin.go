@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -62,7 +63,8 @@ type Options struct {
 // NewHandler returns the API's handler. Every request passes guard first
 // (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
-	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster}
+	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster,
+		listings: turns.New(listingsAtOnce, listingsWaiting, listingTurn)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -94,6 +96,7 @@ type api struct {
 	token       string
 	log         *slog.Logger
 	clusterView ClusterView
+	listings    *turns.Turns // GET /api/sources (listing.go)
 }
 
 // only answers 405 (in JSON) to any method but m (and HEAD for GET).
@@ -136,10 +139,6 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (a *api) list(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.c.ExplainSources(nil))
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -82,9 +83,9 @@ type Dashboard struct {
 	sessions *sessions
 	refresh  time.Duration
 	mux      *http.ServeMux
-	cluster  ClusterView // nil on a single daemon
-	table    *tableCache // the table's shared snapshots
-	gate     *gate       // bounds the table's page builds
+	cluster  ClusterView  // nil on a single daemon
+	table    *tableCache  // the table's shared snapshots
+	gate     *turns.Turns // bounds the table's page builds
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -99,7 +100,7 @@ const (
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
 	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
-		table: newTableCache(c), gate: newGate(maxBuilds, maxWaiting, waitTurn)}
+		table: newTableCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -1,6 +1,10 @@
 package dashboard
 
-import "time"
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/turns"
+)
 
 // SetTableCache sets when the table's snapshot is shared (from that many
 // rows), how old it may be, and how old it is still served while the next
@@ -12,5 +16,5 @@ func SetTableCache(d *Dashboard, from int, maxAge, staleAge time.Duration) {
 // SetPageGate bounds the page builds of d: builds at once, waiting more,
 // each for at most wait.
 func SetPageGate(d *Dashboard, builds, waiting int, wait time.Duration) {
-	d.gate = newGate(builds, waiting, wait)
+	d.gate = turns.New(builds, waiting, wait)
 }

@@ -103,12 +103,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !d.gate.enter(r.Context()) {
+	if !d.gate.Take(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		d.fail(w, r, http.StatusServiceUnavailable, busyMessage)
 		return
 	}
-	defer d.gate.leave()
+	defer d.gate.Give()
 	b := d.base(w, r, "pacer")
 	l, ok := d.liveData(r.Context(), q, b)
 	if !ok {
@@ -127,12 +127,12 @@ func (d *Dashboard) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !d.gate.enter(r.Context()) {
+	if !d.gate.Take(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, busyMessage, http.StatusServiceUnavailable)
 		return
 	}
-	defer d.gate.leave()
+	defer d.gate.Give()
 	b := d.base(nil, r, "")
 	b.Back = q.href(q.Page)
 	l, ok := d.liveData(r.Context(), q, b)
