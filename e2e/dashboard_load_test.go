@@ -114,11 +114,12 @@ func TestDashboardPagesWhilePolling(t *testing.T) {
 	t.Logf("%d clients sorting, %d pages: median %s, p99 %s, %d refused; daemon CPU %s while polling alone (%.0f %% of a core), %s per page beyond it; VmHWM %d -> %d MiB",
 		clients, clients*each, all[len(all)/2].Round(time.Millisecond), all[len(all)*99/100].Round(time.Millisecond), refused.Load(),
 		(cpu1 - cpu0).Round(time.Millisecond), rate*100, pageCPU.Round(100*time.Microsecond), hwm0>>10, hwm1>>10)
-	// Each page copied and sorted every row: about 28 ms of CPU a page at
-	// 50,000 sources on this machine's cores, however loaded. Now a page
-	// reads its 50 rows from a shared snapshot and view: about 5 ms.
-	if pageCPU > 10*time.Millisecond {
-		t.Errorf("%s of the daemon's CPU per sorted page at %d sources, want at most 10 ms (the page's work is bounded)", pageCPU.Round(100*time.Microsecond), n)
+	// Each page copied and sorted every row: 22-28 ms of CPU a page at
+	// 50,000 sources on this machine's cores, however loaded (45 ms at
+	// 100,000). Now a page reads its 50 rows from a shared snapshot and
+	// view: 4.4-5.1 ms at either size.
+	if pageCPU > 12*time.Millisecond {
+		t.Errorf("%s of the daemon's CPU per sorted page at %d sources, want at most 12 ms (the page's work is bounded)", pageCPU.Round(100*time.Microsecond), n)
 	}
 }
 
