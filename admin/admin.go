@@ -32,9 +32,10 @@ const maxBody = 64 << 10
 type Controller interface {
 	Sources() []scheduler.SourceObject
 	Source(name string) (scheduler.SourceObject, error)
-	// ExplainSources and ExplainSource are the source objects with their
-	// "why" (what GET /api/sources answers).
+	// ExplainSources, ExplainAll and ExplainSource are the source objects
+	// with their "why" (what GET /api/sources answers, by chunks).
 	ExplainSources(names []string) []scheduler.Explained
+	ExplainAll(fn func([]scheduler.Explained) error) error
 	ExplainSource(name string) (scheduler.Explained, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	Reset(name string) (scheduler.SourceObject, error)
