@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -31,9 +32,10 @@ const maxBody = 64 << 10
 type Controller interface {
 	Sources() []scheduler.SourceObject
 	Source(name string) (scheduler.SourceObject, error)
-	// ExplainSources and ExplainSource are the source objects with their
-	// "why" (what GET /api/sources answers).
+	// ExplainSources, ExplainAll and ExplainSource are the source objects
+	// with their "why" (what GET /api/sources answers, by chunks).
 	ExplainSources(names []string) []scheduler.Explained
+	ExplainAll(fn func([]scheduler.Explained) error) error
 	ExplainSource(name string) (scheduler.Explained, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	Reset(name string) (scheduler.SourceObject, error)
@@ -62,7 +64,8 @@ type Options struct {
 // NewHandler returns the API's handler. Every request passes guard first
 // (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
-	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster}
+	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster,
+		listings: turns.New(listingsAtOnce, listingsWaiting, listingTurn)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -94,6 +97,7 @@ type api struct {
 	token       string
 	log         *slog.Logger
 	clusterView ClusterView
+	listings    *turns.Turns // GET /api/sources (listing.go)
 }
 
 // only answers 405 (in JSON) to any method but m (and HEAD for GET).
@@ -136,10 +140,6 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (a *api) list(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.c.ExplainSources(nil))
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {

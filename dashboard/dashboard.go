@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -34,13 +35,15 @@ var staticFS embed.FS
 
 // Controller is what the pages need of the daemon; *scheduler.Scheduler
 // implements it. Rows and ExplainSources read the scheduler's memory: no
-// page scans the store (History reads the records of the rows shown).
+// page scans the store (Histories reads the records of the rows shown, in
+// one go; History those of a source page).
 type Controller interface {
 	Rows() []scheduler.Row
 	ExplainSources(names []string) []scheduler.Explained
 	ExplainSource(name string) (scheduler.Explained, error)
 	SourceConfig(name string) (config.Source, *config.Redactor, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
 	Reset(name string) (scheduler.SourceObject, error)
 	Pause(name, reason string) (scheduler.SourceObject, error)
 	Resume(name string) (scheduler.SourceObject, error)
@@ -81,7 +84,9 @@ type Dashboard struct {
 	throttle *loginThrottle // of the token form
 	refresh  time.Duration
 	mux      *http.ServeMux
-	cluster  ClusterView // nil on a single daemon
+	cluster  ClusterView  // nil on a single daemon
+	table    *tableCache  // the table's shared snapshots
+	gate     *turns.Turns // bounds the table's page builds
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -95,7 +100,8 @@ const (
 
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
-	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster}
+	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
+		table: newTableCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -105,9 +105,22 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	if !d.gate.Take(r.Context()) {
+		w.Header().Set("Retry-After", "1")
+		d.fail(w, r, http.StatusServiceUnavailable, busyMessage)
+		return
+	}
+	defer d.gate.Give()
 	b := d.base(w, r, "pacer")
-	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: d.liveData(r.Context(), q, b)})
+	l, ok := d.liveData(r.Context(), q, b)
+	if !ok {
+		return // the client left
+	}
+	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l})
 }
+
+// busyMessage answers a page of the table refused by the gate.
+const busyMessage = "too many pages of the table are being built at once; try again in a second"
 
 // live answers the refreshed part of the overview, for the page's script.
 func (d *Dashboard) live(w http.ResponseWriter, r *http.Request) {
@@ -116,33 +129,39 @@ func (d *Dashboard) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !d.gate.Take(r.Context()) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, busyMessage, http.StatusServiceUnavailable)
+		return
+	}
+	defer d.gate.Give()
 	b := d.base(nil, r, "")
 	b.Back = q.href(q.Page)
-	d.render(w, http.StatusOK, "live", d.liveData(r.Context(), q, b))
+	l, ok := d.liveData(r.Context(), q, b)
+	if !ok {
+		return // the client left
+	}
+	d.render(w, http.StatusOK, "live", l)
 }
 
-// liveData builds the counts and the page of the table q asks for, from
-// the scheduler's memory, then the strips of the rows shown.
-func (d *Dashboard) liveData(ctx context.Context, q listQuery, b base) liveData {
-	rows := d.c.Rows()
-	counts := make(map[string]int, len(scheduler.AllStates))
-	for _, r := range rows {
-		counts[r.State]++
+// liveData builds the counts and the page of the table q asks for from a
+// snapshot of the scheduler's rows (tableCache), then reads the rows shown
+// afresh, with the strips of their last polls. ok is false when ctx ended
+// first.
+func (d *Dashboard) liveData(ctx context.Context, q listQuery, b base) (l liveData, ok bool) {
+	snap := d.table.get(ctx)
+	if snap == nil {
+		return l, false
 	}
-	l := liveData{Now: b.Now, Authorized: b.Authorized, Back: q.href(q.Page), Total: len(rows), Query: q}
+	l = liveData{Now: b.Now, Authorized: b.Authorized, Back: q.href(q.Page), Total: len(snap.rows), Query: q, StoreErr: snap.storeErr}
 	for _, st := range scheduler.AllStates {
 		fq := listQuery{State: st, Q: q.Q, Sort: q.Sort, Desc: q.Desc}
-		l.Counts = append(l.Counts, stateCount{State: st, N: counts[st], Href: fq.href(1)})
+		l.Counts = append(l.Counts, stateCount{State: st, N: snap.counts[st], Href: fq.href(1)})
 	}
 	l.Inflight, l.Limit = d.c.Load()
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if err := d.c.Ready(rctx); err != nil {
-		l.StoreErr = err.Error()
-	}
-	cancel()
 	l.Clustered = d.cluster != nil
 	l.Members, l.MembersErr = d.members(ctx)
-	sel := selectRows(rows, q)
+	sel := selectRows(snap, q)
 	l.Matched, l.Page, l.Pages = sel.Matched, sel.Page, sel.Pages
 	l.Query.Page = sel.Page
 	l.Back = l.Query.href(sel.Page)
@@ -158,10 +177,14 @@ func (d *Dashboard) liveData(ctx context.Context, q listQuery, b base) liveData 
 	for i, r := range sel.Rows {
 		names[i] = r.Name
 	}
-	for _, o := range d.c.ExplainSources(names) {
-		l.Rows = append(l.Rows, rowView{Explained: o, Strip: d.strip(ctx, o.Name)})
+	hist, err := d.c.Histories(ctx, names, stripLen)
+	if err != nil {
+		d.log.Warn("dashboard: history", "err", err)
 	}
-	return l
+	for _, o := range d.c.ExplainSources(names) {
+		l.Rows = append(l.Rows, rowView{Explained: o, Strip: strip(hist[o.Name])})
+	}
+	return l, true
 }
 
 // columns are the table's sortable headers for q.
@@ -188,13 +211,9 @@ func columns(q listQuery) []column {
 	return out
 }
 
-// strip is the row's last polls, oldest first (newest on the right).
-func (d *Dashboard) strip(ctx context.Context, name string) []stripItem {
-	recs, err := d.c.History(ctx, name, stripLen)
-	if err != nil {
-		d.log.Warn("dashboard: history", "source", name, "err", err)
-		return nil
-	}
+// strip is a row's last polls (recs, newest first) oldest first (newest
+// on the right).
+func strip(recs []store.PollRecord) []stripItem {
 	out := make([]stripItem, len(recs))
 	for i, rec := range recs {
 		// Short: 20 of them per row make most of the page's weight.
@@ -279,6 +298,7 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		setFlash(w, r, act+" refused: "+err.Error())
 	default:
+		d.table.invalidate() // the next page shows the change
 		d.log.Info("dashboard action", "source", name, "action", act)
 		setFlash(w, r, name+": "+done)
 	}

@@ -28,20 +28,20 @@ type listQuery struct {
 
 // sorter returns the order of a column ("name", "type", "state",
 // "failures", "success", "next"), or nil for an unknown key.
-func sorter(key string) func(a, b scheduler.Row) int {
+func sorter(key string) func(a, b *scheduler.Row) int {
 	switch key {
 	case "name":
-		return func(a, b scheduler.Row) int { return strings.Compare(a.Name, b.Name) }
+		return func(a, b *scheduler.Row) int { return strings.Compare(a.Name, b.Name) }
 	case "type":
-		return func(a, b scheduler.Row) int { return strings.Compare(a.Type, b.Type) }
+		return func(a, b *scheduler.Row) int { return strings.Compare(a.Type, b.Type) }
 	case "state":
-		return func(a, b scheduler.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
+		return func(a, b *scheduler.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
 	case "failures":
-		return func(a, b scheduler.Row) int { return cmp.Compare(a.Failures, b.Failures) }
+		return func(a, b *scheduler.Row) int { return cmp.Compare(a.Failures, b.Failures) }
 	case "success":
-		return func(a, b scheduler.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
+		return func(a, b *scheduler.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
 	case "next":
-		return func(a, b scheduler.Row) int { return cmpTime(a.NextRun, b.NextRun) }
+		return func(a, b *scheduler.Row) int { return cmpTime(a.NextRun, b.NextRun) }
 	}
 	return nil
 }
@@ -136,37 +136,25 @@ type selection struct {
 	Pages   int
 }
 
-// selectRows filters, searches, sorts and cuts rows (which it may reorder:
-// Rows returns a fresh slice per request) to the page q asks for.
-func selectRows(rows []scheduler.Row, q listQuery) selection {
-	needle := strings.ToLower(q.Q)
-	kept := rows[:0:0]
-	if q.State == "" && needle == "" {
-		kept = rows
-	} else {
-		for _, r := range rows {
-			if (q.State == "" || r.State == q.State) && (needle == "" || strings.Contains(strings.ToLower(r.Name), needle)) {
-				kept = append(kept, r)
-			}
+// selectRows filters, searches, sorts and cuts the snapshot's rows to the
+// page q asks for. Only the page's rows are copied.
+func selectRows(s *snapshot, q listQuery) selection {
+	idx := s.view(q) // nil: every row, in configuration order
+	all := q.State == "" && q.Q == "" && q.Sort == ""
+	n := len(s.rows)
+	if !all {
+		n = len(idx)
+	}
+	sel := selection{Matched: n, Pages: max(1, (n+PerPage-1)/PerPage)}
+	sel.Page = min(q.Page, sel.Pages)
+	lo, hi := (sel.Page-1)*PerPage, min(sel.Page*PerPage, n)
+	sel.Rows = make([]scheduler.Row, 0, max(hi-lo, 0))
+	for i := lo; i < hi; i++ {
+		if all {
+			sel.Rows = append(sel.Rows, s.rows[i])
+		} else {
+			sel.Rows = append(sel.Rows, s.rows[idx[i]])
 		}
 	}
-	if f := sorter(q.Sort); f != nil {
-		// Names are unique: ties go by name, ascending, whatever the order.
-		desc := q.Desc
-		slices.SortFunc(kept, func(a, b scheduler.Row) int {
-			c := f(a, b)
-			if desc {
-				c = -c
-			}
-			if c == 0 {
-				c = strings.Compare(a.Name, b.Name)
-			}
-			return c
-		})
-	}
-	s := selection{Matched: len(kept), Pages: max(1, (len(kept)+PerPage-1)/PerPage)}
-	s.Page = min(q.Page, s.Pages)
-	lo := (s.Page - 1) * PerPage
-	s.Rows = kept[lo:min(lo+PerPage, len(kept))]
-	return s
+	return sel
 }

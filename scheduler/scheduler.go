@@ -41,6 +41,7 @@ type Store interface {
 	GetState(ctx context.Context, name string) (store.SourceState, bool, error)
 	Commit(ctx context.Context, b store.Batch, keep int) error
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
 	PendingCommands(ctx context.Context) ([]store.Command, error)
 	ClaimCommand(ctx context.Context, id uint64) (bool, error)
 	OrphanedCommands(ctx context.Context) ([]store.Command, error)
@@ -102,6 +103,9 @@ type Scheduler struct {
 	cmdEvery  time.Duration
 	loopHook  func()
 	newPoller func(src *config.Source) (sources.Poller, error)
+	// viewHook, if set (by tests), is called between the chunks of the
+	// passes over every source (board.go), the lock released.
+	viewHook func()
 
 	mu      sync.Mutex
 	cfg     *config.Config

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // Times of states and records are stored as integers, microseconds since
@@ -127,6 +129,39 @@ func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, e
 // History returns up to n poll records of a source, newest (largest Seq)
 // first. n <= 0 returns none.
 func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
+	return history(s.db.WithContext(ctx), name, n)
+}
+
+// Histories returns History(name, n) of each of names, read over one
+// connection. The status page shows the last polls of 50 sources a page:
+// read one by one, each read waited for SQLite's only connection behind
+// the flusher's commits, 50 waits a page while the sources polled.
+func (s *Store) Histories(ctx context.Context, names []string, n int) (map[string][]PollRecord, error) {
+	out := make(map[string][]PollRecord, len(names))
+	var readErr error // a read's error, which names its source
+	err := s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		// A session: each read builds its own statement on the connection
+		// (conn's would gather the conditions of every read).
+		tx := conn.Session(&gorm.Session{})
+		for _, name := range names {
+			out[name], readErr = history(tx, name, n)
+			if readErr != nil {
+				return readErr
+			}
+		}
+		return nil
+	})
+	switch {
+	case readErr != nil:
+		return nil, readErr
+	case err != nil:
+		return nil, fmt.Errorf("store: histories: %w", err)
+	}
+	return out, nil
+}
+
+// history is History on db (a pool or one connection).
+func history(db *gorm.DB, name string, n int) ([]PollRecord, error) {
 	out := make([]PollRecord, 0)
 	if n <= 0 {
 		return out, nil
@@ -134,7 +169,6 @@ func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, 
 	fail := func(err error) ([]PollRecord, error) {
 		return nil, fmt.Errorf("store: history of %q: %w", name, err)
 	}
-	db := s.db.WithContext(ctx)
 	key := skey(name)
 	var tails []tailModel
 	if err := db.Select("data", "keep_from").Where("skey = ? AND source = ?", key, name).Limit(1).Find(&tails).Error; err != nil {
