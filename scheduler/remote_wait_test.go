@@ -111,8 +111,10 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 		"  - {name: unreported, type: exec, command: [\"true\"], "+yearly+"}\n"+
 		"  - {name: untaken, type: exec, command: [\"true\"], "+yearly+"}\n")
 	s := startMemberScheduler(t, cfg, hook, own, nil)
-	s.remoteWait = remoteWaits{apply: 300 * time.Millisecond, settle: 20 * time.Second}
-	late := 1500 * time.Millisecond // the owner's result, after the member's apply bound
+	// The stand-in owner looks for the command every 20 ms: 2 s to take it
+	// holds on a loaded machine (300 ms did not, once).
+	s.remoteWait = remoteWaits{apply: 2 * time.Second, settle: 20 * time.Second}
+	late := 3500 * time.Millisecond // the owner's result, after the member's apply bound
 
 	slowOwner(t, st, hook.refused, "applied", late, func(ctx context.Context) error {
 		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "applied", Paused: true, PausedReason: "maintenance"}}}, 10)
