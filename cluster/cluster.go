@@ -102,11 +102,11 @@ type Member struct {
 	// handing is true while a shard changes hands: the last round did
 	// not get every shard of its share, or still holds one of another's.
 	handing bool
-	// offset is the database's clock minus the member's (ClockOffset);
-	// offsetSet once measured; offsetWarned is the offset last warned
-	// about, offsetWarnedAt when.
+	// offset is the database's clock minus the member's (ClockOffset),
+	// chosen by offsets; offsetWarned is the offset last warned about,
+	// offsetWarnedAt when.
 	offset         time.Duration
-	offsetSet      bool
+	offsets        offsetFilter // the measures offset is chosen from
 	offsetWarned   time.Duration
 	offsetWarnedAt time.Time
 }
@@ -317,8 +317,9 @@ const offsetStep = 50 * time.Millisecond
 const clockWarnAbove = time.Second
 
 // MeasureOffset measures the database's clock minus the member's (from
-// the middle of the call), keeps it as ClockOffset when it moved by
-// offsetStep or more, and warns, at most once a minute unless it moves by
+// the middle of the call), keeps as ClockOffset the measure of the shortest
+// recent round trip when it moved by offsetStep or more (offsetFilter), and
+// warns, at most once a minute unless it moves by
 // another second, while it exceeds clockWarnAbove. Every round calls it;
 // the daemon calls it once before its scheduler starts, so that the
 // scheduler's clock does not jump at the first round.
@@ -331,9 +332,7 @@ func (m *Member) MeasureOffset(ctx context.Context) (time.Duration, error) {
 	t1 := m.opt.Now()
 	measured := db.Sub(t0.Add(t1.Sub(t0) / 2))
 	m.mu.Lock()
-	if d := measured - m.offset; !m.offsetSet || d >= offsetStep || d <= -offsetStep {
-		m.offset, m.offsetSet = measured, true
-	}
+	m.offset = m.offsets.add(t1.Sub(t0), measured)
 	off := m.offset
 	far := off > clockWarnAbove || off < -clockWarnAbove
 	moved := off-m.offsetWarned > clockWarnAbove || m.offsetWarned-off > clockWarnAbove

@@ -152,15 +152,34 @@ func TestClusterOnePollPerTick(t *testing.T) {
 		return w
 	}
 	settled(t, ms[0], names, "m1", "m2", "m3")
+	// skipped is the ticks the members counted as skipped (rule 3.1: a
+	// tick that comes while the source's poll runs or waits).
+	skipped := func() float64 {
+		var n float64
+		for _, m := range ms {
+			if v, ok := m.d.metrics().value("pacer_polls_total", "outcome", "skipped"); ok {
+				n += v
+			}
+		}
+		return n
+	}
 	from := time.Now().Add(time.Second)
 	until := from.Add(12 * time.Second)
+	sleepUntil(from)
+	skippedFrom := skipped()
 	sleepUntil(until)
+	skippedIn := skipped() - skippedFrom
 
 	// No tick polled twice. Over the whole run (start and sharing
 	// included), a source has at most one poll per tick of its phase: a
 	// tick missed while its shard moved is polled late, and the next one
 	// on time, so only the count says whether a tick was polled twice.
-	// Once shared, consecutive polls are at least half a tick apart.
+	// Once shared, two polls less than half a tick apart are a late poll
+	// (its start waited for the machine, or for the commit of the poll
+	// before it, rule 3.8, on a loaded PostgreSQL) and the next tick's on
+	// time: the poll before the late one is then two ticks before the
+	// second. A tick polled twice has its polls and the tick's before
+	// within about one tick and a half.
 	for _, p := range paths {
 		ts := u.Times(p)
 		if len(ts) < 2 {
@@ -170,17 +189,22 @@ func TestClusterOnePollPerTick(t *testing.T) {
 		if len(ts) > ticks+1 {
 			t.Errorf("%s polled %d times over %d ticks (%s to %s)", p, len(ts), ticks+1, ts[0].Format("15:04:05.000"), ts[len(ts)-1].Format("15:04:05.000"))
 		}
-		for i := 1; i < len(ts); i++ {
-			// A late start (a starved member) then one on time: the
-			// bound shrinks by the stall before the earlier poll.
-			if gap := ts[i].Sub(ts[i-1]); !ts[i-1].Before(from) && gap < 500*time.Millisecond-stall(ts[i-1].Add(-time.Second), ts[i-1]) {
-				t.Errorf("%s polled twice within %v (at %s and %s)", p, gap, ts[i-1].Format("15:04:05.000"), ts[i].Format("15:04:05.000"))
+		for i := 2; i < len(ts); i++ {
+			gap, span := ts[i].Sub(ts[i-1]), ts[i].Sub(ts[i-2])
+			if !ts[i-2].Before(from) && gap < 500*time.Millisecond && span < 1500*time.Millisecond-stall(ts[i-2], ts[i]) {
+				t.Errorf("%s polled twice within %v (at %s and %s, the poll before at %s)", p, gap,
+					ts[i-1].Format("15:04:05.000"), ts[i].Format("15:04:05.000"), ts[i-2].Format("15:04:05.000"))
 				break
 			}
 		}
 	}
 	// Every tick polled once shared: at most one tick missed over 12 s
-	// (the window's edges), no gap of two ticks.
+	// (the window's edges), no gap of two ticks, but for the ticks the
+	// members counted as skipped (on a loaded machine a poll waiting for
+	// the commit before it, rule 3.8, lets a tick go by: skipped and
+	// counted, as rule 3.1 says): a tick lost without a count fails.
+	missed := 0
+	var gaps []string
 	for _, p := range paths {
 		var in []time.Time
 		for _, at := range u.Times(p) {
@@ -189,15 +213,21 @@ func TestClusterOnePollPerTick(t *testing.T) {
 			}
 		}
 		if len(in) < 11 {
-			t.Errorf("%s polled %d times in 12 s, want >= 11", p, len(in))
+			missed += 11 - len(in)
+			gaps = append(gaps, fmt.Sprintf("%s polled %d times in 12 s", p, len(in)))
 			continue
 		}
 		for i := 1; i < len(in); i++ {
 			if gap := in[i].Sub(in[i-1]); gap > 1700*time.Millisecond+stall(in[i-1], in[i]) {
-				t.Errorf("%s: a gap of %v between polls", p, gap)
-				break
+				missed += int((gap+300*time.Millisecond)/time.Second) - 1
+				gaps = append(gaps, fmt.Sprintf("%s: a gap of %v between polls", p, gap.Round(time.Millisecond)))
 			}
 		}
+	}
+	if float64(missed) > skippedIn {
+		t.Errorf("%d ticks missed in the window, %v counted as skipped by the members: %s", missed, skippedIn, strings.Join(gaps, "; "))
+	} else if missed > 0 {
+		t.Logf("%d ticks missed in the window, all of them counted as skipped (%v): %d gaps", missed, skippedIn, len(gaps))
 	}
 	if peak := u.Peak(); peak > 30 {
 		t.Errorf("peak polls in flight across the cluster: %d, want <= cluster.concurrency 30", peak)
