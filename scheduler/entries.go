@@ -124,7 +124,7 @@ func (s *Scheduler) poke() {
 func (s *Scheduler) dropEntry(e *entry) {
 	if s.entries[e.name] == e {
 		delete(s.entries, e.name)
-		s.flush.release(e.sl)
+		s.flush.release(e.sl, e.st)
 		s.shardDirty = true
 	}
 }
