@@ -23,6 +23,7 @@ type pollLog struct {
 	mu    sync.Mutex
 	polls map[string][]time.Time
 	fail  map[string]bool
+	hold  time.Duration // how long each poll takes
 }
 
 func (l *pollLog) times(name string) []time.Time {
@@ -44,9 +45,11 @@ type recordingPoller struct {
 
 func (p recordingPoller) Poll(context.Context) sources.Result {
 	p.log.mu.Lock()
-	defer p.log.mu.Unlock()
 	p.log.polls[p.name] = append(p.log.polls[p.name], time.Now())
-	if p.log.fail[p.name] {
+	fail, hold := p.log.fail[p.name], p.log.hold
+	p.log.mu.Unlock()
+	time.Sleep(hold) // the bubble's fake time
+	if fail {
 		return sources.Result{Err: errors.New("down"), ExitCode: -1}
 	}
 	return sources.Result{StatusCode: 200, ExitCode: -1}
@@ -91,4 +94,20 @@ func gaps(ts []time.Time) []time.Duration {
 		out = append(out, ts[i].Sub(ts[i-1]))
 	}
 	return out
+}
+
+// storedState reads name's committed state from the store in dir through a
+// second handle.
+func storedState(t *testing.T, dir, name string) store.SourceState {
+	t.Helper()
+	st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, ok, err := st.GetState(context.Background(), name)
+	if err != nil || !ok {
+		t.Fatalf("stored state of %s: found=%v err=%v", name, ok, err)
+	}
+	return s
 }

@@ -22,7 +22,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	if s.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
-	now := s.clock.Now()
+	now := s.now()
 	s.applyDescCap(cfg)
 	s.cfg = cfg
 	s.redact = cfg.Redactor()
