@@ -63,7 +63,7 @@ func TestWallClockStep(t *testing.T) {
 		{"cooldown", `schedule: "@every 2s", backoff: {initial: 1s, max: 1s, multiplier: 1, jitter: 0}, breaker: {failures: 1, cooldown: 30s}`,
 			true, 30*time.Second + time.Millisecond, false},
 	}
-	const nsrc = 4
+	const nsrc = 20 // as in the issue
 	const slack = 20 * time.Millisecond
 	inWhy := regexp.MustCompile(`in (\d+) s$`)
 	for _, c := range cases {
