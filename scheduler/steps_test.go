@@ -82,6 +82,9 @@ func TestWallClockStep(t *testing.T) {
 					}
 					time.Sleep(10*time.Second + 300*time.Millisecond)
 					clock.step(step)
+					if err := s.Healthy(t.Context(), 5*time.Second); err != nil {
+						t.Errorf("right after the step: %v", err) // the watchdog's age is monotonic
+					}
 					time.Sleep(1500 * time.Millisecond) // the loop looks at least once a second
 					for i := range nsrc {
 						name := fmt.Sprintf("s%d", i)
