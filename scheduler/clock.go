@@ -5,20 +5,26 @@ import (
 	"time"
 )
 
-// Clock is the scheduler's source of time: two clocks, as the system has
-// them. Now reads the wall clock, which NTP or an operator may step
-// backward or forward; the times the scheduler stores and shows are wall
-// times, and cron schedules follow it. Monotonic and the timers run on the
-// monotonic clock, which no step moves: "@every" periods, backoffs and
-// cooldowns are durations on it (steps.go). Tests run the real clock
-// inside a testing/synctest bubble, where time is fake and advances
-// instantly, or substitute their own (a wall clock that steps).
+// Clock is the scheduler's source of time. Tests run the real clock inside
+// a testing/synctest bubble, where time is fake and advances instantly, or
+// substitute their own.
+//
+// Now reads the wall clock, which NTP or an operator may step: the times
+// the scheduler stores and shows are wall times, and cron schedules follow
+// it. The timers run on the monotonic clock, which no step moves:
+// "@every" periods, backoffs and cooldowns are durations on it (steps.go),
+// which the scheduler reads from the system (time.Since), or from the
+// clock if it implements Monotonic.
 type Clock interface {
 	Now() time.Time
-	// Monotonic reads the monotonic clock: only the difference of two
-	// readings means anything.
-	Monotonic() time.Duration
 	NewTimer(d time.Duration) Timer
+}
+
+// Monotonic is a Clock with a monotonic clock of its own (a test's clock,
+// whose wall clock steps while its timers do not). Only the difference of
+// two readings means anything.
+type Monotonic interface {
+	Monotonic() time.Duration
 }
 
 // Timer is the part of *time.Timer the scheduler uses.
@@ -28,25 +34,11 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
-// RealClock is the system's clocks. Its Monotonic readings count from
-// origin, a time.Now() reading (which carries the monotonic clock): use
-// NewRealClock. The zero value reads the wall clock for both (no step is
-// then ever seen).
-type RealClock struct{ origin time.Time }
-
-// NewRealClock returns the system's clocks.
-func NewRealClock() RealClock { return RealClock{origin: time.Now()} }
+// RealClock is the wall clock.
+type RealClock struct{}
 
 // Now returns time.Now().
 func (RealClock) Now() time.Time { return time.Now() }
-
-// Monotonic returns the monotonic time since c's origin.
-func (c RealClock) Monotonic() time.Duration {
-	if c.origin.IsZero() {
-		return time.Duration(time.Now().UnixNano())
-	}
-	return time.Since(c.origin)
-}
 
 // NewTimer returns a time.Timer.
 func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }

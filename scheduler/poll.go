@@ -105,7 +105,7 @@ type pollResult struct {
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
-	skew       int64 // of the wall clock when end was read (steps.go)
+	skew       int64 // of the wall clock when end was read, or noSkew (steps.go)
 
 	// undelivered: the result was fetched but its delivery failed (the
 	// poll failed); the next GET must be unconditional (contract 9.4).
@@ -130,8 +130,11 @@ func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, 
 	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, s.clock.Now)
 	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
-	end := s.clock.Now()
-	p.skew = skewOf(end, s.clock.Monotonic())
+	end, skew, ok := s.readClocks()
+	p.skew = skew
+	if !ok {
+		p.skew = noSkew
+	}
 	s.m.inflight.Dec()
 	s.inflightN.Add(-1)
 	p.brk, p.res, p.rejected, p.start, p.end = brk, res, errors.Is(err, breaker.ErrOpen), start, end

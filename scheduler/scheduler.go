@@ -146,6 +146,9 @@ type Scheduler struct {
 	// skew is how far the wall clock lay from the monotonic one at the
 	// last reading under mu (steps.go). Guarded by mu.
 	skew int64
+	// origin is a time.Now reading: the system's monotonic clock is read
+	// as the time since (steps.go).
+	origin time.Time
 
 	keep      atomic.Int64
 	loopBeat  atomic.Int64 // Monotonic reading of the loop's last pass (watchdog)

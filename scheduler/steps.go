@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -52,6 +53,10 @@ const (
 	cronieWindow = 3 * time.Hour
 )
 
+// noSkew is a poll's skew when its reading could not be trusted
+// (readClocks): its times are taken as they are.
+const noSkew = math.MinInt64
+
 // skewOf is how far the wall time wall lies from the monotonic reading
 // mono taken with it, in nanoseconds.
 func skewOf(wall time.Time, mono time.Duration) int64 {
@@ -61,10 +66,21 @@ func skewOf(wall time.Time, mono time.Duration) int64 {
 // readClocks reads the wall clock between two readings of the monotonic
 // one; ok is false when they lie too far apart for the skew to be trusted.
 func (s *Scheduler) readClocks() (wall time.Time, skew int64, ok bool) {
-	m1 := s.clock.Monotonic()
+	m1 := s.monotonic()
 	wall = s.clock.Now()
-	m2 := s.clock.Monotonic()
+	m2 := s.monotonic()
 	return wall, skewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
+}
+
+// monotonic reads the monotonic clock: the clock's own (Monotonic), or
+// the system's. The system's makes a clock whose offset from the system's
+// wall clock moves (a cluster member's clock, on the database's) step as
+// that offset moves, as a step of the system's wall clock does.
+func (s *Scheduler) monotonic() time.Duration {
+	if m, ok := s.clock.(Monotonic); ok {
+		return m.Monotonic()
+	}
+	return time.Since(s.origin)
 }
 
 // now reads the wall clock and, if it stepped since the last reading,
@@ -175,7 +191,7 @@ func (s *Scheduler) restoreBreaker(src *config.Source, st store.SourceState) *br
 // reports whether it moved them. mu held.
 func (s *Scheduler) stepPoll(o *outcome, skew int64) bool {
 	d := time.Duration(s.skew - skew)
-	if !isStep(d) {
+	if skew == noSkew || !isStep(d) {
 		return false
 	}
 	o.start, o.end = o.start.Add(d), o.end.Add(d)

@@ -287,3 +287,48 @@ func TestStepWhileDown(t *testing.T) {
 		}
 	})
 }
+
+// offsetWallClock is the bubble's clock moved by an offset that can change,
+// as a clock on another's time (a cluster member's DatabaseClock): it has no
+// monotonic clock of its own, so the scheduler reads the system's, as it
+// does for RealClock.
+type offsetWallClock struct{ off atomic.Int64 }
+
+func (c *offsetWallClock) Now() time.Time {
+	return time.Now().Add(time.Duration(c.off.Load()))
+}
+func (c *offsetWallClock) NewTimer(d time.Duration) Timer { return RealClock{}.NewTimer(d) }
+
+// TestWallClockStepSystemMonotonic: the steps of a clock without a
+// monotonic clock of its own are measured against the system's monotonic
+// clock (the path of RealClock): a step back of 40 s or 1 h leaves 20
+// sources on "@every 2s" polled every 2 s.
+func TestWallClockStepSystemMonotonic(t *testing.T) {
+	for _, step := range []time.Duration{-40 * time.Second, -time.Hour} {
+		t.Run(step.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				body := "defaults: {timeout: 5s}\nsources:\n"
+				for i := range 20 {
+					body += fmt.Sprintf("  - {name: s%d, type: exec, command: [\"true\"], schedule: \"@every 2s\"}\n", i)
+				}
+				clock := &offsetWallClock{}
+				_, log := startRecording(t, dir, writeConfig(t, dir, body), clock)
+				time.Sleep(10*time.Second + 300*time.Millisecond)
+				clock.off.Add(int64(step))
+				time.Sleep(30 * time.Second)
+				for i := range 20 {
+					ts := log.times(fmt.Sprintf("s%d", i))
+					for j, g := range gaps(ts) {
+						if g < 2*time.Second-20*time.Millisecond || g > 2*time.Second+20*time.Millisecond {
+							t.Errorf("s%d: %v between polls %d and %d, want 2s", i, g, j, j+1)
+						}
+					}
+					if len(ts) < 19 {
+						t.Errorf("s%d: %d polls in 40 s", i, len(ts))
+					}
+				}
+			})
+		})
+	}
+}
