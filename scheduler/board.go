@@ -31,7 +31,7 @@ type Row struct {
 func (s *Scheduler) Rows() []Row {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	out := make([]Row, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
 		e := s.entries[s.cfg.Sources[i].Name]
@@ -57,7 +57,7 @@ func (s *Scheduler) ExplainSources(names []string) []Explained {
 	remote := s.remoteStates(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	var es []*entry
 	if names == nil {
 		es = make([]*entry, 0, len(s.cfg.Sources))
