@@ -12,9 +12,11 @@ import (
 // Now reads the wall clock, which NTP or an operator may step: the times
 // the scheduler stores and shows are wall times, and cron schedules follow
 // it. The timers run on the monotonic clock, which no step moves:
-// "@every" periods, backoffs and cooldowns are durations on it (steps.go),
-// which the scheduler reads from the system (time.Since), or from the
-// clock if it implements Monotonic.
+// "@every" periods, backoffs and cooldowns are durations on it (steps.go).
+// The scheduler measures the steps of RealClock (and of the clocks that
+// embed it) against the system's monotonic clock, and those of a clock that
+// implements Monotonic against its own; it leaves those of any other clock
+// to it (a cluster member's DatabaseClock corrects them at every round).
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer

@@ -58,7 +58,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			wait = min(wait, max(untilKey(at, nowNs), minWake))
 		}
 		s.mu.Unlock()
-		s.loopBeat.Store(int64(s.monotonic()))
+		s.loopBeat.Store(int64(s.sinceOrigin()))
 		t.Reset(wait) // since Go 1.23 a Reset timer never delivers a stale tick
 		select {
 		case <-ctx.Done():

@@ -167,7 +167,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	if s.own != nil {
 		s.dispatching.spawn(s.dispatching.ctx, s.watchOwnership)
 	}
-	s.loopBeat.Store(int64(s.monotonic()))
+	s.loopBeat.Store(int64(s.sinceOrigin()))
 	return nil
 }
 
@@ -341,7 +341,7 @@ func (g *stage) stopBy(c Clock, t time.Time) bool {
 // (it makes one at least every second) and the store accepts a write; it
 // is what a service watchdog should check.
 func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
-	if age := s.monotonic() - time.Duration(s.loopBeat.Load()); age > maxAge {
+	if age := s.sinceOrigin() - time.Duration(s.loopBeat.Load()); age > maxAge {
 		return fmt.Errorf("scheduler loop stalled for %v", age.Round(time.Millisecond))
 	}
 	if err := s.store.Writable(ctx); err != nil {

@@ -64,23 +64,47 @@ func skewOf(wall time.Time, mono time.Duration) int64 {
 }
 
 // readClocks reads the wall clock between two readings of the monotonic
-// one; ok is false when they lie too far apart for the skew to be trusted.
+// one; ok is false when they lie too far apart for the skew to be trusted,
+// or when the clock's steps are not the scheduler's to measure.
 func (s *Scheduler) readClocks() (wall time.Time, skew int64, ok bool) {
-	m1 := s.monotonic()
+	m1, measured := s.monotonic()
 	wall = s.clock.Now()
-	m2 := s.monotonic()
+	if !measured {
+		return wall, 0, false
+	}
+	m2, _ := s.monotonic()
 	return wall, skewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
 }
 
+// systemClock is implemented by RealClock, and by the clocks that embed
+// it: their Now reads the system's wall clock, whose steps the scheduler
+// measures against the system's monotonic clock. A clock on another's time
+// is not one: a cluster member's (DatabaseClock) corrects the steps of
+// the system's clock by its offset from the database's at every round,
+// and the changes of that offset are no steps to move due times by.
+type systemClock interface{ systemWall() }
+
+func (RealClock) systemWall() {}
+
 // monotonic reads the monotonic clock: the clock's own (Monotonic), or
-// the system's. The system's makes a clock whose offset from the system's
-// wall clock moves (a cluster member's clock, on the database's) step as
-// that offset moves, as a step of the system's wall clock does.
-func (s *Scheduler) monotonic() time.Duration {
-	if m, ok := s.clock.(Monotonic); ok {
-		return m.Monotonic()
+// the system's. measured is false for a clock whose steps the scheduler
+// does not measure (see systemClock).
+func (s *Scheduler) monotonic() (mono time.Duration, measured bool) {
+	switch c := s.clock.(type) {
+	case Monotonic:
+		return c.Monotonic(), true
+	case systemClock:
+		return time.Since(s.origin), true
 	}
-	return time.Since(s.origin)
+	return time.Since(s.origin), false
+}
+
+// sinceOrigin is the monotonic time since the scheduler was made, on the
+// clock's monotonic clock (Monotonic) or the system's: the watchdog's
+// measure of the loop's age, which no step of any wall clock moves.
+func (s *Scheduler) sinceOrigin() time.Duration {
+	m, _ := s.monotonic()
+	return m
 }
 
 // now reads the wall clock and, if it stepped since the last reading,

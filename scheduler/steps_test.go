@@ -288,16 +288,18 @@ func TestStepWhileDown(t *testing.T) {
 	})
 }
 
-// offsetWallClock is the bubble's clock moved by an offset that can change,
-// as a clock on another's time (a cluster member's DatabaseClock): it has no
-// monotonic clock of its own, so the scheduler reads the system's, as it
-// does for RealClock.
-type offsetWallClock struct{ off atomic.Int64 }
+// offsetWallClock is RealClock (in a bubble: the bubble's) moved by an
+// offset that can change: a system clock that steps, whose readings carry
+// the monotonic clock, unmoved. The scheduler measures its steps as it
+// does RealClock's, against the system's monotonic clock.
+type offsetWallClock struct {
+	RealClock
+	off atomic.Int64
+}
 
 func (c *offsetWallClock) Now() time.Time {
 	return time.Now().Add(time.Duration(c.off.Load()))
 }
-func (c *offsetWallClock) NewTimer(d time.Duration) Timer { return RealClock{}.NewTimer(d) }
 
 // TestWallClockStepSystemMonotonic: the steps of a clock without a
 // monotonic clock of its own are measured against the system's monotonic
