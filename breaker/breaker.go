@@ -75,13 +75,15 @@ type Breaker struct {
 	state    string
 	failures uint32
 	until    time.Time
+
+	now func() time.Time // the clock: time.Now unless WithClock
 }
 
 // New returns a breaker restored to snap, with failures consecutive
 // failures already counted (only meaningful while closed). A state it does
 // not know ("" included) is Closed.
 func New(p Policy, snap Snapshot, failures int) *Breaker {
-	b := &Breaker{threshold: clampUint32(p.Failures), cooldown: p.Cooldown, state: Closed}
+	b := &Breaker{threshold: clampUint32(p.Failures), cooldown: p.Cooldown, state: Closed, now: time.Now}
 	if b.cooldown <= 0 {
 		b.cooldown = time.Minute
 	}
@@ -93,6 +95,15 @@ func New(p Policy, snap Snapshot, failures int) *Breaker {
 	default:
 		b.failures = clampUint32(failures)
 	}
+	return b
+}
+
+// WithClock makes b read the time from now instead of time.Now (a
+// scheduler's injected clock, so that its cooldowns and the scheduler's
+// times are read on the same clock) and returns b. Call it before b is
+// used.
+func (b *Breaker) WithClock(now func() time.Time) *Breaker {
+	b.now = now
 	return b
 }
 
@@ -109,18 +120,18 @@ func (b *Breaker) Do(fn func() error) error {
 		b.call.Lock()
 	}
 	defer b.call.Unlock()
-	if !b.admit(time.Now()) {
+	if !b.admit(b.now()) {
 		return ErrOpen
 	}
 	ended := false
 	defer func() {
 		if !ended {
-			b.record(errPanic, time.Now())
+			b.record(errPanic, b.now())
 		}
 	}()
 	err := fn()
 	ended = true
-	b.record(err, time.Now())
+	b.record(err, b.now())
 	// Strip the Exclude wrapper itself; an error that merely wraps an
 	// excluded one is returned as is, with its context.
 	for {

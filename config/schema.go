@@ -68,7 +68,27 @@ func (l *loader) config(root *yaml.Node) *Config {
 		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
 	}
 	l.readSourceFiles(cfg, base, groups)
+	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
 	return cfg
+}
+
+// checkNullSources refuses a config whose "sources:" key has no value
+// (YAML null: nothing after it, or null or ~) when no source comes from
+// source_files either: that is what a file cut off right after the key
+// reads as (an editor's save half done), and loading it would stop every
+// source on a SIGHUP. A daemon with no sources on purpose says so with an
+// empty list, "sources: []". n is the number of sources read, files the
+// number of source files matched.
+func (l *loader) checkNullSources(n *yaml.Node, sources, files int) {
+	if n == nil || !isNull(n) || sources > 0 {
+		return
+	}
+	from := ""
+	if files > 0 {
+		from = fmt.Sprintf(" and the %d source file(s) matched define none", files)
+	}
+	l.addf(at("sources"), "has no value (null)%s: a config cut off after \"sources:\" would stop every source; "+
+		"write \"sources: []\" for a daemon with no sources", from)
 }
 
 // topSections are the top-level sections read after the others, in the

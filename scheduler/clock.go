@@ -8,9 +8,25 @@ import (
 // Clock is the scheduler's source of time. Tests run the real clock inside
 // a testing/synctest bubble, where time is fake and advances instantly, or
 // substitute their own.
+//
+// Now reads the wall clock, which NTP or an operator may step: the times
+// the scheduler stores and shows are wall times, and cron schedules follow
+// it. The timers run on the monotonic clock, which no step moves:
+// "@every" periods, backoffs and cooldowns are durations on it (steps.go).
+// The scheduler measures the steps of RealClock (and of the clocks that
+// embed it) against the system's monotonic clock, and those of a clock that
+// implements Monotonic against its own; it leaves those of any other clock
+// to it (a cluster member's DatabaseClock corrects them at every round).
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
+}
+
+// Monotonic is a Clock with a monotonic clock of its own (a test's clock,
+// whose wall clock steps while its timers do not). Only the difference of
+// two readings means anything.
+type Monotonic interface {
+	Monotonic() time.Duration
 }
 
 // Timer is the part of *time.Timer the scheduler uses.

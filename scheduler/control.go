@@ -15,7 +15,7 @@ import (
 func (s *Scheduler) Sources() []SourceObject {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
+	now := s.now()
 	out := make([]SourceObject, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
 		if e := s.entries[s.cfg.Sources[i].Name]; e != nil {
@@ -35,7 +35,7 @@ func (s *Scheduler) Source(name string) (SourceObject, error) {
 	if err != nil {
 		return SourceObject{}, err
 	}
-	o := View(e.src, &e.st, s.clock.Now(), s.redact.Redact)
+	o := View(e.src, &e.st, s.now(), s.redact.Redact)
 	o.Owner = s.owner(e)
 	return o, nil
 }
@@ -103,7 +103,7 @@ func (s *Scheduler) trigger(name string) error {
 		return nil
 	}
 	s.due.remove(e)
-	s.dispatch(e, s.clock.Now(), time.Time{})
+	s.dispatch(e, s.now(), time.Time{})
 	return nil
 }
 
@@ -140,7 +140,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 		s.mu.Unlock()
 		return SourceObject{}, 0, err
 	}
-	now := s.clock.Now()
+	now := s.now()
 	prev := StateOf(&e.st, now)
 	st, err := applyAction(action, e.st, e.timing, reason, now)
 	if err != nil {

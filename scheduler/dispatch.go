@@ -19,7 +19,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			s.loopHook()
 		}
 		s.mu.Lock()
-		now := s.clock.Now()
+		now := s.now()
 		nowNs := nanoKey(now)
 		// Once shutdown has begun nothing more is dispatched: the workers
 		// take no new job, and a dispatch would log a probe that never runs.
@@ -58,7 +58,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			wait = min(wait, max(untilKey(at, nowNs), minWake))
 		}
 		s.mu.Unlock()
-		s.loopBeat.Store(now.UnixNano())
+		s.loopBeat.Store(int64(s.sinceOrigin()))
 		t.Reset(wait) // since Go 1.23 a Reset timer never delivers a stale tick
 		select {
 		case <-ctx.Done():
@@ -196,10 +196,10 @@ func (s *Scheduler) requeue(j *job) {
 		// A trigger survives a change of group: it goes through the new one.
 		// Not a loss of the shard: the worker would refuse it again at once.
 		s.due.remove(e)
-		s.dispatch(e, s.clock.Now(), time.Time{})
+		s.dispatch(e, s.now(), time.Time{})
 		return
 	}
-	s.reschedule(e, s.clock.Now())
+	s.reschedule(e, s.now())
 }
 
 func (s *Scheduler) requeueAll(q *fifo) {

@@ -26,6 +26,7 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	if changed {
 		s.configChanged(e, now)
 	} else {
+		clampLoaded(&e.st, e.timing, now)
 		// Equal or unknown: either way the config's string, so that the
 		// entry holds no second copy of the same 64 bytes read from the store.
 		e.st.Fingerprint = src.Fingerprint
@@ -49,7 +50,7 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	}
 	e.src, e.poller, e.brk = src, poller, nil
 	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
-		e.brk = newBreaker(src, st)
+		e.brk = s.restoreBreaker(src, st)
 	}
 	e.timing = newTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]
@@ -124,7 +125,7 @@ func (s *Scheduler) poke() {
 func (s *Scheduler) dropEntry(e *entry) {
 	if s.entries[e.name] == e {
 		delete(s.entries, e.name)
-		s.flush.release(e.sl)
+		s.flush.release(e.sl, e.st)
 		s.shardDirty = true
 	}
 }

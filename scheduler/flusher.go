@@ -88,6 +88,9 @@ type slot struct {
 	flying   []store.PollRecord
 	inFlight bool // a write of it is in the commit in progress
 	released bool // its source is gone: drop the slot once it is clean
+	// last is the final state of a released slot's source, newer than the
+	// store's until the slot is clean (then the slot is dropped with it).
+	last *store.SourceState
 }
 
 // write is a source's latest state, its records and its notification
@@ -127,17 +130,31 @@ func (f *flusher) slotLocked(name string) *slot {
 		sl = &slot{name: name, pend: -1}
 		f.slots[name] = sl
 	}
-	sl.released = false
+	sl.released, sl.last = false, nil
 	return sl
 }
 
 // release drops name's slot once nothing of it is pending: its source was
-// removed from the configuration.
-func (f *flusher) release(sl *slot) {
+// removed from the configuration, with last as its final state (which
+// released reports until the slot is dropped).
+func (f *flusher) release(sl *slot, last store.SourceState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sl.released = true
+	sl.released, sl.last = true, &last
 	f.dropIfClean(sl)
+}
+
+// released returns the final state of a removed source whose last writes
+// are not all committed yet (its slot is released and not yet dropped):
+// the store's state of it is older. ok is false otherwise, and then the
+// store holds its final state, if it had one.
+func (f *flusher) released(name string) (st store.SourceState, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sl := f.slots[name]; sl != nil && sl.released && sl.last != nil {
+		return *sl.last, true
+	}
+	return store.SourceState{}, false
 }
 
 func (f *flusher) dropIfClean(sl *slot) {

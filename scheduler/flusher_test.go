@@ -186,8 +186,8 @@ func TestFlusherReleasesSlots(t *testing.T) {
 	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 	a, b := f.slot("a"), f.slot("b")
 	f.submit(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
-	f.release(a)
-	f.release(b) // nothing pending: dropped at once
+	f.release(a, store.SourceState{})
+	f.release(b, store.SourceState{}) // nothing pending: dropped at once
 	f.mu.Lock()
 	_, hasA := f.slots["a"]
 	_, hasB := f.slots["b"]
@@ -212,7 +212,7 @@ func TestFlusherReleasesSlots(t *testing.T) {
 	// Removed and added again before the commit: one slot, latest state wins.
 	c := f.slot("c")
 	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
-	f.release(c)
+	f.release(c, store.SourceState{})
 	if again := f.slot("c"); again != c {
 		t.Fatal("a source added again before its commit got a new slot")
 	}
@@ -243,7 +243,7 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 		done <- err
 	}()
 	waitCommitStarted(t, f)
-	f.release(c) // removed during the commit...
+	f.release(c, store.SourceState{}) // removed during the commit...
 	again := f.slot("c")
 	f.submit(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
 	if again != c {

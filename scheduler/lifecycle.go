@@ -41,6 +41,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if s.clock == nil {
 		s.clock = RealClock{}
 	}
+	s.origin = time.Now() // carries the system's monotonic clock
 	if s.cmdEvery <= 0 {
 		s.cmdEvery = 250 * time.Millisecond
 	}
@@ -139,7 +140,8 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	for _, g := range []*stage{&s.dispatching, &s.working, &s.polling, &s.flushing} {
 		g.begin()
 	}
-	now := s.clock.Now()
+	now, skew, _ := s.readClocks()
+	s.skew = skew
 	for name, l := range s.cfg.Limits {
 		s.groups[name] = s.startGroup(name, l)
 	}
@@ -165,7 +167,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	if s.own != nil {
 		s.dispatching.spawn(s.dispatching.ctx, s.watchOwnership)
 	}
-	s.loopBeat.Store(now.UnixNano())
+	s.loopBeat.Store(int64(s.sinceOrigin()))
 	return nil
 }
 
@@ -339,7 +341,7 @@ func (g *stage) stopBy(c Clock, t time.Time) bool {
 // (it makes one at least every second) and the store accepts a write; it
 // is what a service watchdog should check.
 func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
-	if age := s.clock.Now().Sub(time.Unix(0, s.loopBeat.Load())); age > maxAge {
+	if age := s.sinceOrigin() - time.Duration(s.loopBeat.Load()); age > maxAge {
 		return fmt.Errorf("scheduler loop stalled for %v", age.Round(time.Millisecond))
 	}
 	if err := s.store.Writable(ctx); err != nil {

@@ -105,6 +105,7 @@ type pollResult struct {
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
+	skew       int64 // of the wall clock when end was read, or noSkew (steps.go)
 
 	// undelivered: the result was fetched but its delivery failed (the
 	// poll failed); the next GET must be unconditional (contract 9.4).
@@ -126,10 +127,14 @@ func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, 
 	if p.src.Deliver != nil {
 		dl = &delivery{s: s, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
 	}
-	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl)
+	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, s.clock.Now)
 	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
-	end := s.clock.Now()
+	end, skew, ok := s.readClocks()
+	p.skew = skew
+	if !ok {
+		p.skew = noSkew
+	}
 	s.m.inflight.Dec()
 	s.inflightN.Add(-1)
 	p.brk, p.res, p.rejected, p.start, p.end = brk, res, errors.Is(err, breaker.ErrOpen), start, end
@@ -150,7 +155,7 @@ func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, 
 // inside the breaker's call: its error is the poll's (contract 9.4). The
 // result's Body is closed before call returns, in every case.
 func call(ctx context.Context, src *config.Source, poller sources.Poller, prior sources.Validators, brk *breaker.Breaker,
-	dl *delivery) (sources.Result, *breaker.Breaker, error) {
+	dl *delivery, now func() time.Time) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
 	cp, conditional := poller.(sources.ConditionalPoller)
 	fn := func() error {
@@ -185,7 +190,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 	}
 	err := fn()
 	if err != nil && err == res.Err {
-		brk = newBreaker(src, store.SourceState{})
+		brk = newBreaker(src, store.SourceState{}).WithClock(now)
 		err = brk.Do(func() error { return res.Err })
 	}
 	return res, brk, err
@@ -206,6 +211,7 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 		return // a shutdown recorded it as interrupted (abandonPolls)
 	}
 	s.unlinkClaimed(j)
+	stepped := s.stepPoll(&o, p.skew)
 	s.m.poll(o.kind).Inc()
 	e := j.e
 	e.busy = false
@@ -219,6 +225,9 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	var evs []store.Event
 	if j.gen == e.gen {
 		evs = s.applyPoll(e, p.brk, o)
+		if stepped && e.brk != nil {
+			e.brk = s.restoreBreaker(e.src, e.st) // its cooldown read before the step
+		}
 		if p.undelivered {
 			forgetValidators(&e.st)
 		}

@@ -22,7 +22,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	if s.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
-	now := s.clock.Now()
+	now := s.now()
 	s.applyDescCap(cfg)
 	s.cfg = cfg
 	s.redact = cfg.Redactor()
@@ -40,7 +40,13 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 }
 
 // storedOfAdded reads the stored states of the sources cfg adds, before
-// Reload takes the lock (a store read must not stall the loop).
+// Reload takes the lock (a store read must not stall the loop). A source
+// removed by a reload so recently that its last state is not yet
+// committed takes that state from the flusher, not the store's older one
+// (which, for a source polled since, says it is due at once): re-added
+// unchanged, it keeps its due time, as rule 3.11 says. The flusher is
+// asked first: once it has dropped the source's slot, the store holds its
+// final state.
 func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]store.SourceState, error) {
 	s.mu.Lock()
 	var added []string
@@ -52,6 +58,10 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 	s.mu.Unlock()
 	stored := make(map[string]store.SourceState, len(added))
 	for _, name := range added {
+		if st, ok := s.flush.released(name); ok {
+			stored[name] = st
+			continue
+		}
 		st, ok, err := s.store.GetState(ctx, name)
 		if err != nil {
 			return nil, err

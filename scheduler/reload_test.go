@@ -174,3 +174,37 @@ func TestReloadRebuildsPollerOnNewSource(t *testing.T) {
 		mu.Unlock()
 	})
 }
+
+// TestReloadRemoveReAddKeepsDueTime: a source removed by one SIGHUP and
+// re-added unchanged by the next keeps its due time (rule 3.11: re-adding
+// it unchanged restores its state), as a cluster hand-over does. Before,
+// when the two reloads came within the flusher's delay of its last poll,
+// the store still held that poll's due time (past) and the re-added source
+// was polled at once (issue 20 item 16c: 204-495 ms after its previous poll
+// on "@every 1s").
+func TestReloadRemoveReAddKeepsDueTime(t *testing.T) {
+	for _, after := range []time.Duration{0, 10 * time.Millisecond, 40 * time.Millisecond, 300 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				both := lifecycleDefaults + "  - {name: a, type: exec, command: [\"true\"]}\n  - {name: b, type: exec, command: [\"true\"]}\n"
+				onlyB := lifecycleDefaults + "  - {name: b, type: exec, command: [\"true\"]}\n"
+				s, log := startRecording(t, dir, writeConfig(t, dir, both), nil)
+				waitUntil(t, "three polls of a", 10*time.Second, func() bool { return len(log.times("a")) >= 3 })
+				time.Sleep(after) // from a's last poll (within waitUntil's 10 ms)
+				if err := s.Reload(t.Context(), writeConfig(t, dir, onlyB)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Reload(t.Context(), writeConfig(t, dir, both)); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Second)
+				for i, g := range gaps(log.times("a")) {
+					if g < time.Second-time.Millisecond || g > time.Second+10*time.Millisecond {
+						t.Errorf("gap %d between polls of a on @every 1s: %v (reloaded %v after a poll)", i, g, after)
+					}
+				}
+			})
+		})
+	}
+}

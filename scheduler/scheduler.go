@@ -147,8 +147,15 @@ type Scheduler struct {
 	// (cluster.go: commitFence), read by the flusher outside mu.
 	takenFences atomic.Pointer[map[int]int64]
 
+	// skew is how far the wall clock lay from the monotonic one at the
+	// last reading under mu (steps.go). Guarded by mu.
+	skew int64
+	// origin is a time.Now reading: the system's monotonic clock is read
+	// as the time since (steps.go).
+	origin time.Time
+
 	keep      atomic.Int64
-	loopBeat  atomic.Int64 // UnixNano of the loop's last pass (watchdog)
+	loopBeat  atomic.Int64 // Monotonic reading of the loop's last pass (watchdog)
 	inflightN atomic.Int64 // polls in flight
 
 	// The stages of the lifecycle (lifecycle.go), stopped by Shutdown in
