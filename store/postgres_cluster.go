@@ -246,6 +246,16 @@ func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Durat
 	until := "now() + " + fmt.Sprint(lease.Microseconds()) + " * interval '1 microsecond'"
 	var out []Claim
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Every row the round may change is locked first, in shard order:
+		// a commit's fence check locks its shards in that order too (FOR
+		// SHARE, validShards), and the UPDATEs below would otherwise lock
+		// theirs in scan order, statement by statement, which deadlocked
+		// against a commit of the same member under load (SQLSTATE 40P01,
+		// the round and the commit both failing).
+		if err := tx.Exec("SELECT shard FROM "+tableShards+" WHERE owner = ? OR shard IN ? ORDER BY shard FOR UPDATE",
+			member, append(append([]int{-1}, want...), release...)).Error; err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
 		if len(release) > 0 {
 			if err := tx.Exec("UPDATE "+tableShards+" SET owner = NULL, lease_until = NULL WHERE owner = ? AND shard IN ?",
 				member, release).Error; err != nil {
