@@ -26,6 +26,7 @@ import (
 // metrics show of the cluster.
 type member struct {
 	m     *cluster.Member
+	clock scheduler.Clock // SteadyClock: the offset is measured against it, the scheduler runs on it
 	st    *store.Store
 	lease time.Duration
 	stop  context.CancelFunc
@@ -38,7 +39,9 @@ var _ admin.ClusterView = (*member)(nil)
 // scheduler is read through sched once it exists (the member starts after
 // it, in start).
 func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **scheduler.Scheduler) (*member, error) {
+	clock := scheduler.SteadyClock(scheduler.RealClock{})
 	m, err := cluster.New(st, cluster.Options{
+		Now:         clock.Now,
 		Name:        cfg.Cluster.MemberName(),
 		Lease:       cfg.Cluster.Lease,
 		Fingerprint: sourcesFingerprint(cfg),
@@ -52,7 +55,7 @@ func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **sc
 	if err != nil {
 		return nil, err
 	}
-	return &member{m: m, st: st, lease: cfg.Cluster.Lease}, nil
+	return &member{m: m, clock: clock, st: st, lease: cfg.Cluster.Lease}, nil
 }
 
 // start runs the member until stopAfter (its context outlives the

@@ -200,7 +200,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 			return nil, err
 		}
 		own = d.mb.m
-		clock = scheduler.DatabaseClock(scheduler.RealClock{}, d.mb.m.ClockOffset)
+		clock = scheduler.DatabaseClock(d.mb.clock, d.mb.m.ClockOffset)
 		// Measured before the scheduler starts, so that its clock does
 		// not jump at the member's first round; if the database does not
 		// answer now, that round measures it.

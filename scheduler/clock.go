@@ -80,3 +80,25 @@ type offsetClock struct {
 
 func (c offsetClock) Now() time.Time                 { return c.base.Now().Add(c.offset()) }
 func (c offsetClock) NewTimer(d time.Duration) Timer { return c.base.NewTimer(d) }
+
+// SteadyClock is base's wall clock as read when it is made, advanced by
+// the system's monotonic clock since: no step of base's wall clock moves
+// it. A cluster member measures its offset from the database's clock
+// against it (cluster.Options.Now) and its scheduler runs on it moved by
+// that offset (DatabaseClock), so that a step of the member's own clock
+// (NTP, date -s) never reaches the database's time the scheduler reads.
+// On base itself, the scheduler read the step from it until the next
+// round measured the offset again: a poll that ended meanwhile had its
+// next poll set a step of +1 h later, and was silent for the hour.
+func SteadyClock(base Clock) Clock {
+	return steadyClock{base: base, wall: base.Now(), mono: time.Now()}
+}
+
+type steadyClock struct {
+	base Clock
+	wall time.Time // base's wall clock when made
+	mono time.Time // the system's monotonic clock then
+}
+
+func (c steadyClock) Now() time.Time                 { return c.wall.Add(time.Since(c.mono)) }
+func (c steadyClock) NewTimer(d time.Duration) Timer { return c.base.NewTimer(d) }

@@ -66,6 +66,7 @@ func startClockMember(t *testing.T, dsn, name string, clock Clock, body string, 
 		t.Fatal(err)
 	}
 	cm := &clockMember{st: st, done: make(chan struct{})}
+	clock = SteadyClock(clock)
 	cm.m, err = cluster.New(st, cluster.Options{Name: name, Lease: 2 * time.Second, Logger: log, Now: clock.Now,
 		Drained: func(sh int) bool { return cm.s.Drained(sh) }, Stats: func() (int, int) { return cm.s.ClusterStats() }})
 	if err != nil {
@@ -268,4 +269,56 @@ func TestClusterCommitBounded(t *testing.T) {
 			t.Errorf("%s: the store counts %d polls, the upstream saw %d", name, got, want)
 		}
 	}
+}
+
+// A step of a cluster member's own wall clock (NTP, date -s) while it
+// polls: the member schedules on the database's clock, which did not step.
+// 20 sources on "@every 2s", the member's clock steps 1 h forward: every
+// source goes on being polled once a tick (no gap over two periods and
+// a round). Between the step and the next round's measure of the offset,
+// the scheduler's clock read 1 h ahead: every source was due at once, its
+// next poll set 1 h ahead, and after the round it was silent for that hour
+// (the polls in flight at the step: 3 of 20 with a 600 ms upstream).
+func TestClusterMemberWallClockStep(t *testing.T) {
+	dsn := pgtest.Schema(t, "ws_")
+	up := &arrivals{at: map[string][]time.Time{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up.ServeHTTP(w, r)
+		time.Sleep(600 * time.Millisecond) // a slow upstream: polls in flight at the step
+	}))
+	t.Cleanup(srv.Close)
+	var b strings.Builder
+	b.WriteString("concurrency: 20\ndefaults:\n  schedule: \"@every 2s\"\n  timeout: 1s\nsources:\n")
+	const n = 20
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: s%d, type: http, url: \"%s/s/%d\"}\n", i, srv.URL, i)
+	}
+	clock := newStepClock()
+	m1 := startClockMember(t, dsn, "m1", clock, b.String(), nil)
+	waitfor.True(t, 20*time.Second, "m1 owning every source", func() bool { return m1.owned() == n })
+	time.Sleep(3 * time.Second) // polls to count, not a condition
+	from := time.Now()
+	clock.step(time.Hour)
+	time.Sleep(8 * time.Second)
+	until := time.Now()
+	const maxGap = 2*2*time.Second + time.Second
+	silent := 0
+	for i := range n {
+		last := from
+		for _, at := range up.of(fmt.Sprintf("/s/%d", i)) {
+			if at.Before(from) {
+				continue
+			}
+			if gap := at.Sub(last); gap > maxGap {
+				silent++
+				t.Errorf("s%d silent for %v after the step", i, gap.Round(time.Millisecond))
+			}
+			last = at
+		}
+		if gap := until.Sub(last); gap > maxGap {
+			silent++
+			t.Errorf("s%d silent for %v after the step (the end of the run)", i, gap.Round(time.Millisecond))
+		}
+	}
+	t.Logf("%d silences over %v after a step of +1 h", silent, maxGap)
 }
