@@ -122,8 +122,9 @@ func (d *Dashboard) tokenOK(got string) bool {
 }
 
 // fromLoopback reports whether r's client is on this machine
-// (loopback.Request, the admin guard's meaning too).
-func fromLoopback(r *http.Request) bool { return loopback.Request(r) }
+// (loopback.Client: the client's own address; the admin guard checks
+// the Host of a request that arrived on either end, loopback.Request).
+func fromLoopback(r *http.Request) bool { return loopback.Client(r) }
 
 // setSession gives the browser its session cookie.
 func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, id string) {

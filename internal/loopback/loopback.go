@@ -13,10 +13,9 @@ import (
 // address its connection was accepted on, or the client's address, is a
 // loopback address.
 //
-// Both questions asked of it are about a client on this machine: the
-// status page lets such a client act without a token, and the guard
-// checks the Host of such a client's requests (a page in a browser on
-// this machine may be a DNS-rebinding one). The admin guard used to look
+// The guard asks it before checking the Host of a request (a page in a
+// browser on this machine may be a DNS-rebinding one): checking more
+// requests is the safe side. Granting is Client's question. The admin guard used to look
 // at the local address and the page at the remote one; they agree for
 // every connection to a loopback address (it comes from one), and only
 // "either end" is right for a client that binds a loopback address and
@@ -28,6 +27,14 @@ func Request(r *http.Request) bool {
 	}
 	return isLoopback(r.RemoteAddr)
 }
+
+// Client reports whether r's client is on this machine by its own address
+// (the connection's remote address is a loopback address): the question to
+// ask before granting anything, such as the status page's actions without a
+// token. Request's "either end" would also count a remote client forwarded
+// to a loopback address by NAT (route_localnet, a container's port
+// forwarding), whose connection arrives on 127.0.0.1 from its own address.
+func Client(r *http.Request) bool { return isLoopback(r.RemoteAddr) }
 
 // isLoopback reports whether hostport's host is a loopback IP address.
 func isLoopback(hostport string) bool {

@@ -42,3 +42,31 @@ func TestRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestClient: granting asks for the client's own address; a remote client
+// forwarded by NAT to a loopback address (its connection arrives on
+// 127.0.0.1 from its own address) is not on this machine.
+func TestClient(t *testing.T) {
+	cases := []struct {
+		local, remote string
+		want          bool
+	}{
+		{"127.0.0.1:9090", "127.0.0.1:5000", true},
+		{"[::1]:9090", "[::1]:5000", true},
+		{"192.0.2.10:9090", "127.0.0.1:5000", true},
+		{"127.0.0.1:9090", "192.0.2.7:5000", false}, // NAT to loopback (route_localnet)
+		{"192.0.2.10:9090", "192.0.2.7:5000", false},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = c.remote
+		la, err := net.ResolveTCPAddr("tcp", c.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
+		if got := Client(r); got != c.want {
+			t.Errorf("local %q remote %q: %v, want %v", c.local, c.remote, got, c.want)
+		}
+	}
+}
