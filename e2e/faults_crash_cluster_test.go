@@ -225,6 +225,14 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 		arr := fu.Arrivals(s.path)
 		if s.kind == "ok" {
 			for i := 1; i < len(arr); i++ {
+				// A late poll (its start waited for the commit before it,
+				// rule 3.8, on a loaded PostgreSQL) and the next tick's on
+				// time come closer than that too, but then the poll before
+				// the late one lies two ticks before the second: a tick
+				// polled twice has it within about a tick and a half.
+				if i >= 2 && arr[i].At.Sub(arr[i-2].At) >= 1500*time.Millisecond {
+					continue
+				}
 				if gap := arr[i].At.Sub(arr[i-1].At); gap < crashDoubleGap {
 					doubles++
 					tr.fail("%s polled twice within %v (at %s and %s): one tick polled twice\n%s", s.name, gap,
