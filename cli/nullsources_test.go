@@ -14,11 +14,6 @@ import (
 	"time"
 )
 
-// cutSourcesMessage is what the config says of a "sources:" key with no
-// value and no source from source_files (config.checkNullSources), as it
-// reads in a message and in a log line (which escapes its quotes).
-var cutSourcesMessage = regexp.MustCompile(`write \\?"sources: \[\]\\?" for a daemon with no sources`)
-
 // TestNullSourcesRefusedEverywhere: a config cut off right after
 // "sources:" (YAML null, no source from source_files) is refused alike by
 // validate (exit 1), by the first start (exit 1 before anything runs), and
@@ -36,8 +31,8 @@ func TestNullSourcesRefusedEverywhere(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("store: pacer.db\nadmin: {listen: \"\"}\nsources: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := runCLI(shell, "validate", "-config", cut); code != exitFailure || !cutSourcesMessage.MatchString(stdout+stderr) {
-		t.Errorf("validate of a config cut after sources: exit %d, output %s%s; want %d and %q", code, stdout, stderr, exitFailure, cutSourcesMessage)
+	if code, stdout, stderr := runCLI(shell, "validate", "-config", cut); code != exitFailure || !cutSourcesMessage().MatchString(stdout+stderr) {
+		t.Errorf("validate of a config cut after sources: exit %d, output %s%s; want %d and %q", code, stdout, stderr, exitFailure, cutSourcesMessage())
 	}
 	if code, stdout, stderr := runCLI(shell, "validate", "-config", empty); code != exitOK {
 		t.Errorf("validate of sources: []: exit %d, output %s%s", code, stdout, stderr)
@@ -55,8 +50,8 @@ func TestNullSourcesRefusedEverywhere(t *testing.T) {
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure || !cutSourcesMessage.MatchString(out.String()) {
-			t.Errorf("run on a config cut after sources: %v, output %s; want exit %d and %q", err, out.String(), exitFailure, cutSourcesMessage)
+		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure || !cutSourcesMessage().MatchString(out.String()) {
+			t.Errorf("run on a config cut after sources: %v, output %s; want exit %d and %q", err, out.String(), exitFailure, cutSourcesMessage())
 		}
 	case <-time.After(30 * time.Second):
 		_ = run.Process.Kill()
@@ -78,7 +73,7 @@ func TestNullSourcesRefusedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.waitFor(t, 10*time.Second, func() error {
-		if !cutSourcesMessage.MatchString(d.log()) {
+		if !cutSourcesMessage().MatchString(d.log()) {
 			return fmt.Errorf("no rejection of the cut config logged")
 		}
 		return nil
@@ -99,4 +94,11 @@ func TestNullSourcesRefusedEverywhere(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// cutSourcesMessage is what the config says of a "sources:" key with no
+// value and no source from source_files (config.checkNullSources), as it
+// reads in a message and in a log line (which escapes its quotes).
+func cutSourcesMessage() *regexp.Regexp {
+	return regexp.MustCompile(`write \\?"sources: \[\]\\?" for a daemon with no sources`)
 }

@@ -190,8 +190,30 @@ func escapeAt(s string, i int) ([]byte, int) {
 	return nil, 0
 }
 
-// backslashEscapes are the one-letter escapes of JSON and Go.
-var backslashEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', '\'': '\'', 'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
+// backslashEscape is the byte a one-letter escape of JSON or Go stands for
+// (ok false for another letter). A function, not a package-level map: no
+// mutable state outside a call.
+func backslashEscape(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/', '\'':
+		return c, true
+	case 'a':
+		return '\a', true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	case 'v':
+		return '\v', true
+	}
+	return 0, false
+}
 
 // backslashAt decodes the backslash escape at s[i:] (see escapeAt).
 func backslashAt(s string, i int) ([]byte, int) {
@@ -222,7 +244,7 @@ func backslashAt(s string, i int) ([]byte, int) {
 			return utf8.AppendRune(nil, rune(v)), 10
 		}
 	default:
-		if b, ok := backslashEscapes[c]; ok {
+		if b, ok := backslashEscape(c); ok {
 			return []byte{b}, 2
 		}
 	}

@@ -87,13 +87,13 @@ sources:
 	}
 	u.waitArrivals(t, "/ok", 1, 3*time.Second)
 
-	names := restartNames
+	names := restartNames()
 	var before map[string]sourceObj
 	okEnded := 0 // polls of ok that ended 250ms or more before the kill
 	if crash {
 		okEnded = killAfterPollEnd(t, d, u, "/ok", &before)
 	} else {
-		before = quietSnapshot(t, d, 250*time.Millisecond+pollEndAllowance, restartNames)
+		before = quietSnapshot(t, d, 250*time.Millisecond+pollEndAllowance, restartNames())
 		d.stop(10 * time.Second)
 	}
 	stoppedAt := time.Now()
@@ -222,7 +222,7 @@ func killAfterPollEnd(t *testing.T, d *daemon, u *upstream, path string, before 
 		return errf("none since %s", since.Format("15:04:05.000"))
 	})
 	window := 250*time.Millisecond + pollEndAllowance
-	*before = quietSnapshot(t, d, window, restartNames)
+	*before = quietSnapshot(t, d, window, restartNames())
 	sleepUntil(end.Add(window)) // the kill's place is what is tested
 	killAt := time.Now()
 	d.kill()
@@ -240,7 +240,7 @@ func killAfterPollEnd(t *testing.T, d *daemon, u *upstream, path string, before 
 }
 
 // restartNames are the sources whose state testRestart compares.
-var restartNames = []string{"open", "err", "paused", "back", "thr"}
+func restartNames() []string { return []string{"open", "err", "paused", "back", "thr"} }
 
 // quietSnapshot returns the daemon's sources as two reads window apart agree
 // on them (sameState): then every state it shows was there for window, so it

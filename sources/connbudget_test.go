@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/waitfor"
 )
 
 // barrierServer answers every request once `batch` requests are in flight
@@ -117,13 +119,12 @@ func TestTransportsShareOneConnectionBudget(t *testing.T) {
 		}
 	}
 	// The server sees a close a moment after the client.
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.open.Load() > p.OpenConns() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := srv.open.Load(); n > budget+maxConns {
-		t.Errorf("the server has %d connections open, budget %d (+%d)", n, budget, maxConns)
-	}
+	waitfor.NoError(t, 5*time.Second, "the server's open connections within the budget", func() error {
+		if n := srv.open.Load(); n > budget+maxConns {
+			return fmt.Errorf("the server has %d connections open, budget %d (+%d)", n, budget, maxConns)
+		}
+		return nil
+	})
 	// It also sees the closes of idle connections late, while the next
 	// batch dials.
 	if pk := srv.peak.Load(); pk > 2*budget {
@@ -138,13 +139,12 @@ func TestTransportsShareOneConnectionBudget(t *testing.T) {
 // waitOpen waits until p counts want open connections.
 func waitOpen(t *testing.T, p *Transports, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.OpenConns() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections counted open, want %d", p.OpenConns(), want)
+	waitfor.NoError(t, 5*time.Second, "the connections counted open", func() error {
+		if n := p.OpenConns(); n != want {
+			return fmt.Errorf("%d connections counted open, want %d", n, want)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestTransportsBudgetFollowsResize: the budget is 2 × the cap, also after
