@@ -159,11 +159,13 @@ func (t *tableCache) finish(ctx context.Context, gen uint64, ch chan struct{}) *
 
 // invalidate drops the shared snapshot, so that the next page shows a
 // change made through the dashboard at once. A build under way is not
-// joined by the requests that follow.
+// published (its generation is past) but still counts as the one build:
+// the requests that follow wait for it to end and then start a fresh one,
+// so that actions in a row never run more than one full pass at a time.
 func (t *tableCache) invalidate() {
 	t.mu.Lock()
 	t.gen++
-	t.cur, t.building = nil, nil
+	t.cur = nil
 	t.mu.Unlock()
 }
 
