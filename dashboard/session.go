@@ -106,13 +106,14 @@ func (s *sessions) len() int {
 func (d *Dashboard) tokenRequired() bool { return d.token != "" }
 
 // authorized reports whether r may act: with a token, it carries an open
-// session; without one, it comes from a loopback address.
+// session; without one, its client address is a loopback address
+// (loopback.ClientAddr, as for the admin guard's Host check).
 func (d *Dashboard) authorized(r *http.Request) bool {
 	if d.tokenRequired() {
 		c, err := r.Cookie(sessionCookie)
 		return err == nil && d.sessions.valid(c.Value)
 	}
-	return fromLoopback(r)
+	return loopback.ClientAddr(r)
 }
 
 // tokenOK compares a token entered in the form with the admin token in
@@ -120,11 +121,6 @@ func (d *Dashboard) authorized(r *http.Request) bool {
 func (d *Dashboard) tokenOK(got string) bool {
 	return d.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) == 1
 }
-
-// fromLoopback reports whether r's client is on this machine
-// (loopback.Client: the client's own address; the admin guard checks
-// the Host of a request that arrived on either end, loopback.Request).
-func fromLoopback(r *http.Request) bool { return loopback.Client(r) }
 
 // setSession gives the browser its session cookie.
 func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, id string) {
