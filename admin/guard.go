@@ -15,7 +15,7 @@ import (
 // web page the operator visits can make the operator's browser send
 // (contract section 11.4):
 //
-//   - a request from a loopback address whose Host is neither an IP
+//   - a request arriving on a loopback address whose Host is neither an IP
 //     address nor localhost: a DNS-rebinding page (evil.example resolved to
 //     127.0.0.1) would otherwise read and drive the API as same-origin.
 //     An HTTP/1.0 request without Host (old health checkers) passes: a
@@ -29,13 +29,12 @@ import (
 //     page that made the request). Clients that send neither (curl,
 //     scripts) are not browsers driven by a page, and pass.
 //
-// "Loopback" is decided per connection, by the client's own address
-// (loopback.ClientAddr, the meaning the status page grants its token-less
-// actions by): a listener on all interfaces is guarded for its clients on
-// this machine too, the ones a DNS-rebinding page drives.
+// "Loopback" is decided per connection (loopback.Request: either end of
+// it is a loopback address), so a listener on all interfaces is guarded
+// for its loopback clients too.
 func guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if loopback.ClientAddr(r) && r.Host != "" && !localHost(r.Host) {
+		if loopback.Request(r) && r.Host != "" && !localHost(r.Host) {
 			writeError(w, http.StatusForbidden, "Host "+quote(r.Host)+
 				" refused: on a loopback listener the Host must be an IP address or localhost (DNS rebinding)")
 			return

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/loopback"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -33,7 +32,7 @@ type base struct {
 
 func (d *Dashboard) base(w http.ResponseWriter, r *http.Request, title string) base {
 	b := base{Title: title, Now: d.now().UTC().Format(time.RFC3339), TokenRequired: d.tokenRequired(),
-		Authorized: d.authorized(r), Loopback: loopback.ClientAddr(r), Back: r.URL.RequestURI()}
+		Authorized: d.authorized(r), Loopback: fromLoopback(r), Back: r.URL.RequestURI()}
 	if r.Method == http.MethodGet && w != nil {
 		b.Flash = takeFlash(w, r)
 	}

@@ -106,14 +106,13 @@ func (s *sessions) len() int {
 func (d *Dashboard) tokenRequired() bool { return d.token != "" }
 
 // authorized reports whether r may act: with a token, it carries an open
-// session; without one, its client address is a loopback address
-// (loopback.ClientAddr, as for the admin guard's Host check).
+// session; without one, it comes from a loopback address.
 func (d *Dashboard) authorized(r *http.Request) bool {
 	if d.tokenRequired() {
 		c, err := r.Cookie(sessionCookie)
 		return err == nil && d.sessions.valid(c.Value)
 	}
-	return loopback.ClientAddr(r)
+	return fromLoopback(r)
 }
 
 // tokenOK compares a token entered in the form with the admin token in
@@ -121,6 +120,11 @@ func (d *Dashboard) authorized(r *http.Request) bool {
 func (d *Dashboard) tokenOK(got string) bool {
 	return d.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(d.token)) == 1
 }
+
+// fromLoopback reports whether r's client is on this machine
+// (loopback.Client: the client's own address; the admin guard checks
+// the Host of a request that arrived on either end, loopback.Request).
+func fromLoopback(r *http.Request) bool { return loopback.Client(r) }
 
 // setSession gives the browser its session cookie.
 func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, id string) {

@@ -8,9 +8,7 @@ import (
 	"testing"
 )
 
-// TestClientAddr: the client's own address decides, whatever address the
-// connection was accepted on.
-func TestClientAddr(t *testing.T) {
+func TestRequest(t *testing.T) {
 	cases := []struct {
 		local, remote string
 		want          bool
@@ -22,9 +20,7 @@ func TestClientAddr(t *testing.T) {
 		// A client bound to a loopback address, connected to another
 		// address of this machine: on this machine.
 		{"192.0.2.10:9090", "127.0.0.1:5000", true},
-		// A remote client forwarded by NAT to a loopback address
-		// (route_localnet): not on this machine.
-		{"127.0.0.1:9090", "192.0.2.7:5000", false},
+		{"127.0.0.1:9090", "192.0.2.7:5000", true},
 		{"192.0.2.10:9090", "192.0.2.7:5000", false},
 		{"[::]:9090", "[2001:db8::1]:5000", false},
 		{"", "127.0.0.1:5000", true},
@@ -41,7 +37,35 @@ func TestClientAddr(t *testing.T) {
 			}
 			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
 		}
-		if got := ClientAddr(r); got != c.want {
+		if got := Request(r); got != c.want {
+			t.Errorf("local %q remote %q: %v, want %v", c.local, c.remote, got, c.want)
+		}
+	}
+}
+
+// TestClient: granting asks for the client's own address; a remote client
+// forwarded by NAT to a loopback address (its connection arrives on
+// 127.0.0.1 from its own address) is not on this machine.
+func TestClient(t *testing.T) {
+	cases := []struct {
+		local, remote string
+		want          bool
+	}{
+		{"127.0.0.1:9090", "127.0.0.1:5000", true},
+		{"[::1]:9090", "[::1]:5000", true},
+		{"192.0.2.10:9090", "127.0.0.1:5000", true},
+		{"127.0.0.1:9090", "192.0.2.7:5000", false}, // NAT to loopback (route_localnet)
+		{"192.0.2.10:9090", "192.0.2.7:5000", false},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = c.remote
+		la, err := net.ResolveTCPAddr("tcp", c.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
+		if got := Client(r); got != c.want {
 			t.Errorf("local %q remote %q: %v, want %v", c.local, c.remote, got, c.want)
 		}
 	}
