@@ -11,7 +11,6 @@ import "bytes"
 type rawList struct {
 	head  []byte   // the file without the list's items: "sources:" is left with a null value
 	items [][2]int // the byte span of each item in the file's data, in order
-	ind   int      // the items' indentation
 }
 
 // cutSources finds the sources list of data when it is written in the
@@ -80,7 +79,7 @@ func cutSources(data []byte) (rl rawList, ok bool) {
 	if end < 0 {
 		end = len(data)
 	}
-	rl.items, rl.ind = append(rl.items, [2]int{item, end}), ind
+	rl.items = append(rl.items, [2]int{item, end})
 	rl.head = make([]byte, 0, len(data)-(end-start)+1)
 	rl.head = append(rl.head, data[:start]...)
 	if n := len(rl.head); n > 0 && rl.head[n-1] != '\n' {
