@@ -30,7 +30,7 @@ func (l *decoder) expandFile(name string, p path) (v string, ok bool) {
 		l.addf(p, "${file:} needs a path (write $$ for a literal $)")
 		return "", false
 	}
-	l.reads++ // the value depends on the file (see loader.reads)
+	l.reads++ // the value depends on the file (see decoder.reads)
 	l.files++
 	full := l.credentialPath(name)
 	r, cached := l.fileVals[full]

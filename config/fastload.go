@@ -45,7 +45,7 @@ type envRead struct {
 	set         bool
 }
 
-// maskCall is one call of loader.mask.
+// maskCall is one call of reporter.mask.
 type maskCall struct {
 	value string
 	spans [][2]int
