@@ -12,10 +12,6 @@ func allowed() map[string]string {
 	return map[string]string{
 		"file cluster/cluster.go":             "cluster room (scheduler/shards) splits it; issue 21 removes it",
 		"func cluster.Member.Round":           "cluster room splits the round; issue 21 removes it",
-		"fields config.loader":                "config: one YAML parser, the loader split; issue 21 removes it",
-		"methods config.loader":               "config: one YAML parser, the loader split; issue 21 removes it",
-		"func config.cutSources":              "config: the hand-written subset parser goes; issue 21 removes it",
-		"func config.loader.expand":           "config: ${VAR} expansion split; issue 21 removes it",
 		"file scheduler/flusher.go":           "scheduler/flush room; issue 21 removes it",
 		"fields scheduler.flusher":            "scheduler/flush room; issue 21 removes it",
 		"fields scheduler.Scheduler":          "the scheduler split into rooms; issue 21 removes it",
