@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -55,11 +56,11 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	s.transport = newTransport(s.limitOf(cfg))
 	s.clients = sources.NewClients(sources.NewClient(s.transport, []string{cfg.Admin.Listen}))
 	s.deliverer = deliver.New(s.transport)
-	fenced, err := s.setupCluster(opts.Ownership)
+	commit, err := s.setupCluster(opts.Ownership)
 	if err != nil {
 		return nil, err
 	}
-	s.flush = s.newFlusher(opts, fenced)
+	s.flush = flush.New(flushOptions(commit, s.store, s.log, s.clock, m, opts, &s.keep, s.rejected))
 	return s, nil
 }
 
