@@ -132,7 +132,7 @@ func (s *Scheduler) waitCommitted(name string, seq uint64) {
 }
 
 // mutateAsync is mutate without the wait: it returns the flusher's sequence
-// number of the change, for flusher.waitSaved.
+// number of the change, for flush.Flusher.WaitSaved.
 func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint64, error) {
 	s.mu.Lock()
 	e, err := s.entry(name)
