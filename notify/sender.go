@@ -40,8 +40,8 @@ const claimMargin = 5 * time.Second
 // are dropped (logged, counted as dropped), so that a receiver down while
 // sources flap does not grow the outbox without bound until max_age. It is
 // the scheduler's bound on the events a source holds through a store
-// outage (maxSlotEvents), for the same reason: the newest events tell the
-// state a source is in now.
+// outage (scheduler/flush's maxSlotEvents), for the same reason: the
+// newest events tell the state a source is in now.
 const maxPerSource = 64
 
 // trimLogEvery is the least time between two log lines about events

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -65,18 +66,19 @@ const ownershipEvery = 100 * time.Millisecond
 // source objects.
 const ownersEvery = time.Second
 
-// setupCluster wires the scheduler to own (nil: a single daemon).
-func (s *Scheduler) setupCluster(own Ownership) error {
+// setupCluster wires the scheduler to own (nil: a single daemon), and
+// returns the flusher's fenced committer (nil on a single daemon).
+func (s *Scheduler) setupCluster(own Ownership) (flush.Committer, error) {
 	if own == nil {
-		return nil
+		return nil, nil
 	}
 	cst, ok := s.store.(ClusterStore)
 	if !ok {
-		return errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
+		return nil, errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
 	}
 	s.own, s.cst = own, cst
 	s.shardDirty = true
-	s.flush.saveFenced = func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
+	return flush.CommitFunc(func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
 		if err := own.Renewed(); err != nil {
 			// Which claims still hold is known again after the next round:
 			// a commit now could be refused for a claim that lapsed while
@@ -87,9 +89,7 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 		ctx, cancel := context.WithTimeout(ctx, own.StatementTimeout())
 		defer cancel()
 		return cst.CommitFenced(ctx, s.commitFence(), b, keep)
-	}
-	s.flush.onRejected = s.rejected
-	return nil
+	}), nil
 }
 
 // commitFence is what a commit is conditional on: for each shard, the
@@ -351,7 +351,7 @@ func (s *Scheduler) Drained(shard int) bool {
 func (s *Scheduler) drainedLocked(shard int) bool {
 	s.indexShards()
 	for _, e := range s.byShard[shard] {
-		if e.busy || !s.flush.clean(e.sl) {
+		if e.busy || !s.flush.Clean(e.sl) {
 			return false
 		}
 	}

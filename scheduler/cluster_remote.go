@@ -24,7 +24,7 @@ func (s *Scheduler) owner(e *entry) *string {
 	if s.own == nil {
 		return nil
 	}
-	if s.active[e.shard] || e.busy || !s.flush.clean(e.sl) {
+	if s.active[e.shard] || e.busy || !s.flush.Clean(e.sl) {
 		name := s.own.Name()
 		return &name
 	}

@@ -1,7 +1,8 @@
-package scheduler
+package flush
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,42 +31,80 @@ const flushDelay = 50 * time.Millisecond
 // only at a third of the rate that raised it, so the delay does not flap.
 // A poll due while its source's state waits for the commit (a source polled
 // more often than loadedDelay), or an operator's command waiting for one,
-// hurries the commit back to flushDelay (see flusher.pending).
+// hurries the commit back to flushDelay (see Flusher.Pending).
 const (
 	loadedDelay  = 150 * time.Millisecond
 	loadedBatch  = 64
 	loadedBudget = 150 * time.Millisecond
 )
 
-// hurryUp asks run to commit what is pending at flushDelay after the oldest
+// pace is the adaptive delay before a commit: its length after the size of
+// the last commit, and the signal of a waiter that hurries it.
+type pace struct {
+	// delay is the current flushDelay or loadedDelay, after the size of
+	// the last commit (flush sets it; Run reads it).
+	delay atomic.Int64
+	// hurry tells Run that a poll (or an operator's command) waits for a
+	// pending state: the commit then waits flushDelay, not loadedDelay.
+	hurry chan struct{}
+}
+
+// init sets p to flushDelay, nobody hurrying.
+func (p *pace) init() {
+	p.hurry = make(chan struct{}, 1)
+	p.delay.Store(int64(flushDelay))
+}
+
+// hurryUp asks Run to commit what is pending at flushDelay after the oldest
 // change instead of loadedDelay.
-func (f *flusher) hurryUp() {
+func (p *pace) hurryUp() {
 	select {
-	case f.hurry <- struct{}{}:
+	case p.hurry <- struct{}{}:
 	default:
 	}
+}
+
+// adapt sets the delay of the next commit after this one, of n states,
+// which took took (more: a backlog is left). A small commit, or a backlog,
+// gets flushDelay. A large one gets the longest delay in [flushDelay,
+// loadedDelay] whose commit, expected to take took scaled by the ratio of
+// the delays (it gathers that many more states), still ends within
+// loadedBudget of its oldest change: rule 3.8's 250 ms with 100 ms to
+// spare, however fast the states come.
+func (p *pace) adapt(n int, more bool, took time.Duration) {
+	if n < loadedBatch || more {
+		p.delay.Store(int64(flushDelay))
+		return
+	}
+	next := time.Duration(float64(loadedBudget) / (1 + took.Seconds()/p.current().Seconds()))
+	p.delay.Store(int64(min(max(next, flushDelay), loadedDelay)))
+}
+
+// current is the delay after the last commit's size.
+func (p *pace) current() time.Duration {
+	return time.Duration(p.delay.Load())
 }
 
 // pause waits until the oldest pending change is the current delay old, or
 // flushDelay old once a waiter hurries the commit; it reports false if ctx
 // ended first.
-func (f *flusher) pause(ctx context.Context) bool {
+func (f *Flusher) pause(ctx context.Context) bool {
 	select {
-	case <-f.hurry: // a waiter came during the last commit
+	case <-f.pace.hurry: // a waiter came during the last commit
 		return f.pauseFor(ctx, flushDelay, nil)
 	default:
 	}
-	return f.pauseFor(ctx, f.current(), f.hurry)
+	return f.pauseFor(ctx, f.pace.current(), f.pace.hurry)
 }
 
 // pauseFor waits until the oldest pending change is delay old, or ctx is
 // done (false); a signal on hurry shortens delay to flushDelay.
-func (f *flusher) pauseFor(ctx context.Context, delay time.Duration, hurry <-chan struct{}) bool {
+func (f *Flusher) pauseFor(ctx context.Context, delay time.Duration, hurry <-chan struct{}) bool {
 	d := f.wait(delay)
 	if d <= 0 {
 		return true
 	}
-	t := f.clock.NewTimer(d)
+	t := f.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
@@ -78,38 +117,13 @@ func (f *flusher) pauseFor(ctx context.Context, delay time.Duration, hurry <-cha
 	}
 }
 
-// adapt sets the delay of the next commit after this one, of n states,
-// which took took (more: a backlog is left). A small commit, or a backlog,
-// gets flushDelay. A large one gets the longest delay in [flushDelay,
-// loadedDelay] whose commit, expected to take took scaled by the ratio of
-// the delays (it gathers that many more states), still ends within
-// loadedBudget of its oldest change: rule 3.8's 250 ms with 100 ms to
-// spare, however fast the states come.
-func (f *flusher) adapt(n int, more bool, took time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n < loadedBatch || more {
-		f.delay = flushDelay
-		return
-	}
-	next := time.Duration(float64(loadedBudget) / (1 + took.Seconds()/f.delay.Seconds()))
-	f.delay = min(max(next, flushDelay), loadedDelay)
-}
-
-// current is the delay after the last commit's size.
-func (f *flusher) current() time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.delay
-}
-
 // wait returns how long the next commit waits: until the oldest pending
 // change is delay old (0 if it is already, or if nothing is pending).
-func (f *flusher) wait(delay time.Duration) time.Duration {
+func (f *Flusher) wait(delay time.Duration) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.head == len(f.queue) {
+	if f.book.head == len(f.book.queue) {
 		return 0
 	}
-	return f.queue[f.head].at.Add(delay).Sub(f.clock.Now())
+	return f.book.queue[f.book.head].at.Add(delay).Sub(f.opts.Clock.Now())
 }

@@ -1,4 +1,4 @@
-package scheduler
+package flush
 
 import (
 	"context"
@@ -6,19 +6,16 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/store"
 )
 
 // newTestFlusher opens a store at path, closed when the test ends, and a
 // flusher on it that keeps keep records per source.
-func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*store.Store, *flusher) {
+func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*store.Store, *Flusher) {
 	t.Helper()
 	st, err := store.Open(path, opts)
 	if err != nil {
@@ -29,16 +26,12 @@ func newTestFlusher(t *testing.T, path string, opts store.Options, keep int) (*s
 			t.Error(err)
 		}
 	})
-	m, err := newMetrics(prometheus.NewRegistry(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st, newFlusher(st, slog.New(slog.DiscardHandler), RealClock{}, m, func() int { return keep })
+	return st, New(Options{Committer: Unfenced(st), Logger: slog.New(slog.DiscardHandler), Keep: func() int { return keep }})
 }
 
 // waitCommitStarted waits until f has a commit in progress: a write of
 // some slot is in flight.
-func waitCommitStarted(t *testing.T, f *flusher) {
+func waitCommitStarted(t *testing.T, f *Flusher) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
 		f.mu.Lock()
@@ -55,8 +48,8 @@ func waitCommitStarted(t *testing.T, f *flusher) {
 
 // committing reports whether f has a commit in progress: a write of some
 // slot is in flight. f.mu held.
-func committing(f *flusher) bool {
-	for _, sl := range f.slots {
+func committing(f *Flusher) bool {
+	for _, sl := range f.book.slots {
 		if sl.inFlight {
 			return true
 		}
@@ -69,7 +62,7 @@ func committing(f *flusher) bool {
 func TestFlusherBoundsEachCommit(t *testing.T) {
 	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 	var commits []int
-	f.onSave = func(names []string) { commits = append(commits, len(names)) }
+	f.opts.OnSave = func(names []string) { commits = append(commits, len(names)) }
 
 	const n = 2*maxBatch + 17
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -80,9 +73,9 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 		if i%100 == 0 {
 			rec = &store.PollRecord{Source: s.Name, StartedAt: at, Outcome: store.OutcomeSuccess}
 		}
-		last = f.submit(f.slot(s.Name), s, rec)
+		last = f.Submit(f.Slot(s.Name), s, rec)
 	}
-	if err := f.flushAll(t.Context()); err != nil {
+	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	total := 0
@@ -95,10 +88,10 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 	if total != n || len(commits) != 3 {
 		t.Errorf("commits %v: %d states in %d commits; want %d in 3", commits, total, len(commits), n)
 	}
-	if f.pending(f.slot(fmt.Sprintf("s%05d", n-1)), last) {
+	if f.Pending(f.Slot(fmt.Sprintf("s%05d", n-1)), last) {
 		t.Error("the last state is still pending after flushAll")
 	}
-	if c := cap(f.queue); c > 2*maxBatch {
+	if c := cap(f.book.queue); c > 2*maxBatch {
 		t.Errorf("the queue keeps a capacity of %d writes after the backlog; want at most %d", c, 2*maxBatch)
 	}
 	states, err := st.LoadStates(t.Context())
@@ -123,11 +116,11 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 	release := holdWriteLock(t, path)
 
 	rec := store.PollRecord{Source: "a", Seq: 1, StartedAt: time.Now(), Outcome: store.OutcomeSuccess}
-	f.submit(f.slot("a"), store.SourceState{Name: "a", HistorySeq: 1}, &rec)
+	f.Submit(f.Slot("a"), store.SourceState{Name: "a", HistorySeq: 1}, &rec)
 	done := make(chan error, 1)
-	go func() { done <- f.flushAll(context.Background()) }()
+	go func() { done <- f.FlushAll(context.Background()) }()
 	waitCommitStarted(t, f)
-	if got := f.pendingRecords("a"); len(got) != 1 || got[0].Seq != 1 {
+	if got := f.PendingRecords("a"); len(got) != 1 || got[0].Seq != 1 {
 		t.Errorf("during the commit pendingRecords(a) = %+v; want the record", got)
 	}
 	if err := release(); err != nil {
@@ -136,46 +129,11 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := f.pendingRecords("a"); len(got) != 0 {
+	if got := f.PendingRecords("a"); len(got) != 0 {
 		t.Errorf("after the commit pendingRecords(a) = %+v; want none", got)
 	}
 	if h, err := st.History(t.Context(), "a", 10); err != nil || len(h) != 1 {
 		t.Errorf("stored history: %+v, %v", h, err)
-	}
-}
-
-// History merges what the flusher still holds with what the store has
-// read, whichever commits landed between the two reads.
-func TestMergeHistory(t *testing.T) {
-	recs := func(seqs ...int64) []store.PollRecord {
-		var out []store.PollRecord
-		for _, q := range seqs {
-			out = append(out, store.PollRecord{Source: "a", Seq: q})
-		}
-		return out
-	}
-	seqs := func(rs []store.PollRecord) []int64 {
-		out := []int64{}
-		for _, r := range rs {
-			out = append(out, r.Seq)
-		}
-		return out
-	}
-	for _, c := range []struct {
-		name            string
-		pending, stored []store.PollRecord
-		n               int
-		want            []int64
-	}{
-		{"nothing pending", nil, recs(4, 3, 2), 2, []int64{4, 3}},
-		{"pending newer", recs(6, 5), recs(4, 3), 3, []int64{6, 5, 4}},
-		{"a pending one committed meanwhile", recs(5), recs(5, 4, 3), 3, []int64{5, 4, 3}},
-		{"committed meanwhile, and a newer one after it", recs(5), recs(6, 5, 4), 2, []int64{6, 5}},
-		{"fewer than n", recs(2), recs(1), 5, []int64{2, 1}},
-	} {
-		if got := seqs(mergeHistory(c.pending, c.stored, c.n)); !slices.Equal(got, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
 	}
 }
 
@@ -184,22 +142,22 @@ func TestMergeHistory(t *testing.T) {
 // keeps the slot, and with it the order of its writes.
 func TestFlusherReleasesSlots(t *testing.T) {
 	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
-	a, b := f.slot("a"), f.slot("b")
-	f.submit(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
-	f.release(a, store.SourceState{})
-	f.release(b, store.SourceState{}) // nothing pending: dropped at once
+	a, b := f.Slot("a"), f.Slot("b")
+	f.Submit(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
+	f.Release(a, store.SourceState{})
+	f.Release(b, store.SourceState{}) // nothing pending: dropped at once
 	f.mu.Lock()
-	_, hasA := f.slots["a"]
-	_, hasB := f.slots["b"]
+	_, hasA := f.book.slots["a"]
+	_, hasB := f.book.slots["b"]
 	f.mu.Unlock()
 	if !hasA || hasB {
 		t.Fatalf("after release: slot a kept %v (want true), b kept %v (want false)", hasA, hasB)
 	}
-	if err := f.flushAll(t.Context()); err != nil {
+	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
-	_, hasA = f.slots["a"]
+	_, hasA = f.book.slots["a"]
 	f.mu.Unlock()
 	if hasA {
 		t.Error("slot a is still held after its last state was committed")
@@ -210,17 +168,17 @@ func TestFlusherReleasesSlots(t *testing.T) {
 	}
 
 	// Removed and added again before the commit: one slot, latest state wins.
-	c := f.slot("c")
-	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
-	f.release(c, store.SourceState{})
-	if again := f.slot("c"); again != c {
+	c := f.Slot("c")
+	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.Release(c, store.SourceState{})
+	if again := f.Slot("c"); again != c {
 		t.Fatal("a source added again before its commit got a new slot")
 	}
-	seq := f.submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
-	if err := f.flushAll(t.Context()); err != nil {
+	seq := f.Submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
+	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if f.pending(c, seq) {
+	if f.Pending(c, seq) {
 		t.Error("c's latest state is still pending after flushAll")
 	}
 	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
@@ -235,17 +193,17 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pacer.db")
 	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 300 * time.Millisecond}, 10)
 	release := holdWriteLock(t, path)
-	c := f.slot("c")
-	f.submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	c := f.Slot("c")
+	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.flush(context.Background())
 		done <- err
 	}()
 	waitCommitStarted(t, f)
-	f.release(c, store.SourceState{}) // removed during the commit...
-	again := f.slot("c")
-	f.submit(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
+	f.Release(c, store.SourceState{}) // removed during the commit...
+	again := f.Slot("c")
+	f.Submit(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
 	if again != c {
 		t.Error("the source added again got a second slot while its first was in a commit")
 	}
@@ -255,7 +213,7 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.flushAll(t.Context()); err != nil {
+	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := st.GetState(t.Context(), "c"); err != nil || got.PollsTotal != 2 {
@@ -274,15 +232,15 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
-		go func() { defer close(done); f.run(ctx) }()
+		go func() { defer close(done); f.Run(ctx) }()
 		defer func() { cancel(); <-done }()
 
 		// quiet waits for the commit of seq on sl as an observer that
 		// does not hurry it (waitAt does).
-		quiet := func(sl *slot, seq uint64) {
+		quiet := func(sl *Slot, seq uint64) {
 			for {
 				f.mu.Lock()
-				done, ch := sl.saved >= seq, f.changed
+				done, ch := sl.saved >= seq, f.health.changed
 				f.mu.Unlock()
 				if done {
 					return
@@ -297,11 +255,11 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 		submitN := func(n int, gap time.Duration, waiter bool) time.Duration {
 			t.Helper()
 			start := time.Now()
-			var sls []*slot
+			var sls []*Slot
 			var seqs []uint64
 			for i := range n {
-				sl := f.slot(fmt.Sprintf("b%d-s%03d", batch, i))
-				seqs = append(seqs, f.submit(sl, store.SourceState{Name: sl.name, PollsTotal: 1}, nil))
+				sl := f.Slot(fmt.Sprintf("b%d-s%03d", batch, i))
+				seqs = append(seqs, f.Submit(sl, store.SourceState{Name: sl.name, PollsTotal: 1}, nil))
 				sls = append(sls, sl)
 				if i == 0 && gap > 0 {
 					time.Sleep(gap) // the others come later in the same window
@@ -310,11 +268,11 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 			batch++
 			for i, sl := range sls {
 				if waiter {
-					f.waitAt(ctx, sl, seqs[i])
+					f.WaitAt(ctx, sl, seqs[i])
 				} else {
 					quiet(sl, seqs[i])
 				}
-				if f.pending(sl, seqs[i]) {
+				if f.Pending(sl, seqs[i]) {
 					t.Fatalf("%s: not committed", sl.name)
 				}
 			}
@@ -364,15 +322,15 @@ func TestFlusherAdapt(t *testing.T) {
 		{"large and slow", loadedDelay, 1500, false, 300 * time.Millisecond, flushDelay},
 	} {
 		_, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
-		f.delay = c.delay
-		f.adapt(c.n, c.more, c.took)
-		if got := f.current(); got != c.wantDelay {
+		f.pace.delay.Store(int64(c.delay))
+		f.pace.adapt(c.n, c.more, c.took)
+		if got := f.pace.current(); got != c.wantDelay {
 			t.Errorf("%s: delay %v, want %v", c.name, got, c.wantDelay)
 		}
 		if c.n >= loadedBatch && !c.more {
 			// The expected end of the next commit stays within the budget
 			// whenever the delay is not at its floor.
-			next := f.current()
+			next := f.pace.current()
 			if end := next + time.Duration(float64(c.took)*next.Seconds()/c.delay.Seconds()); next > flushDelay && end > loadedBudget+time.Millisecond {
 				t.Errorf("%s: next commit expected to end %v after its oldest change, over %v", c.name, end, loadedBudget)
 			}
