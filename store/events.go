@@ -3,12 +3,12 @@ package store
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The outbox of notifications (contract 10.2): an event is inserted in the
@@ -24,29 +24,6 @@ const tableEvents = "events"
 // eventColumns lists the columns an insert writes (seq is the database's).
 const eventColumns = "id, source, event, state, previous_state, reason, consecutive_failures, at, attempts, " +
 	"next_attempt_at, claimed_by, claim_until"
-
-// Event is one notification waiting in the outbox.
-type Event struct {
-	// Seq orders the events (assigned by the database at insert).
-	Seq int64
-	// ID is unique per event (32 hex digits; NewEventID), for receivers
-	// to drop duplicates. Commit sets one when empty.
-	ID                  string
-	Source              string
-	Event               string // error | open | recovered
-	State               string
-	PreviousState       string
-	Reason              string
-	ConsecutiveFailures int
-	At                  time.Time
-	// Attempts counts the failed deliveries so far.
-	Attempts int
-	// NextAttemptAt is when it may be claimed again after a failure.
-	NextAttemptAt time.Time
-	// ClaimedBy and ClaimUntil hold the claim of a sender.
-	ClaimedBy  string
-	ClaimUntil time.Time
-}
 
 // eventModel is a row of events. Times are microseconds since the epoch; a
 // zero next_attempt_at or claim_until means none.
@@ -69,50 +46,31 @@ type eventModel struct {
 // TableName pins the table of eventModel.
 func (eventModel) TableName() string { return tableEvents }
 
-// NewEventID returns a random 128-bit id in hex.
-func NewEventID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
-}
-
-// Batch is what one Commit writes in one transaction.
-type Batch struct {
-	States  []SourceState
-	Records []PollRecord
-	// Events go to the outbox; each must name a source.
-	Events []Event
-}
-
-// empty reports whether the batch writes nothing.
-func (b *Batch) empty() bool {
-	return len(b.States) == 0 && len(b.Records) == 0 && len(b.Events) == 0
-}
-
 // prepareEvents checks the events of a batch and gives each an id.
-func prepareEvents(in []Event) ([]Event, error) {
+func prepareEvents(in []domain.Event) ([]domain.Event, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	out := make([]Event, len(in))
+	out := make([]domain.Event, len(in))
 	for i, ev := range in {
 		if ev.Source == "" || ev.Event == "" {
 			return nil, fmt.Errorf("event #%d has no source or no event name", i)
 		}
 		if ev.ID == "" {
-			ev.ID = NewEventID()
+			ev.ID = domain.NewEventID()
 		}
 		out[i] = ev
 	}
 	return out, nil
 }
 
-// insertEvents writes events within tx.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, events []Event) error {
+// insertEvents writes events within tx, the statement's bind variables
+// written by bind.
+func insertEvents(ctx context.Context, tx *sql.Tx, bind func(int) string, events []domain.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	q := insertSQL(tableEvents, eventColumns, 1, s.bind)
+	q := insertSQL(tableEvents, eventColumns, 1, bind)
 	for i := range events {
 		ev := &events[i]
 		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,
@@ -140,14 +98,6 @@ func fromZeroMicros(us int64) time.Time {
 	return fromMicros(us)
 }
 
-// EventClaim asks ClaimEvents for up to Limit events due at Now, claimed by
-// Member until Until.
-type EventClaim struct {
-	Member     string
-	Now, Until time.Time
-	Limit      int
-}
-
 // eventSelect is the columns ClaimEvents returns, in the order it scans them.
 const eventSelect = "seq, " + eventColumns
 
@@ -156,7 +106,7 @@ const eventSelect = "seq, " + eventColumns
 // nobody's claim on it holds at c.Now. On PostgreSQL the rows another
 // claimer is taking are skipped (FOR UPDATE SKIP LOCKED). The events are
 // returned oldest first.
-func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) {
+func (s *core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.Event, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
@@ -165,11 +115,8 @@ func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) 
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	now, until := micros(c.Now), micros(c.Until)
-	lock := ""
-	if s.dialect == dialectPostgres {
-		lock = " FOR UPDATE OF e SKIP LOCKED"
-	}
-	b := s.bind
+	lock := s.dia.claimLock()
+	b := s.dia.bind
 	q := "UPDATE " + tableEvents + " SET claimed_by = " + b(1) + ", claim_until = " + b(2) +
 		" WHERE seq IN (SELECT e.seq FROM " + tableEvents + " e WHERE e.seq = (SELECT min(x.seq) FROM " + tableEvents +
 		" x WHERE x.source = e.source) AND e.claim_until < " + b(3) + " AND e.next_attempt_at <= " + b(4) +
@@ -179,9 +126,9 @@ func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) 
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	defer rows.Close()
-	var out []Event
+	var out []domain.Event
 	for rows.Next() {
-		var ev Event
+		var ev domain.Event
 		var at, next, claim int64
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.State, &ev.PreviousState, &ev.Reason,
 			&ev.ConsecutiveFailures, &at, &ev.Attempts, &next, &ev.ClaimedBy, &claim); err != nil {
@@ -198,14 +145,14 @@ func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) 
 }
 
 // sortEvents orders events by Seq (RETURNING gives no order).
-func sortEvents(evs []Event) {
-	slices.SortFunc(evs, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+func sortEvents(evs []domain.Event) {
+	slices.SortFunc(evs, func(a, b domain.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // EventSent removes a delivered event from the outbox. An event already
 // gone (dropped meanwhile) is not an error.
-func (s *Store) EventSent(ctx context.Context, id string) error {
-	if _, err := s.sql.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.bind(1), id); err != nil {
+func (s *core) EventSent(ctx context.Context, id string) error {
+	if _, err := s.sql.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.dia.bind(1), id); err != nil {
 		return fmt.Errorf("store: event %s sent: %w", id, err)
 	}
 	return nil
@@ -213,8 +160,8 @@ func (s *Store) EventSent(ctx context.Context, id string) error {
 
 // EventFailed records a failed delivery: one more attempt, claimable again
 // from next on, its claim given back.
-func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) error {
-	b := s.bind
+func (s *core) EventFailed(ctx context.Context, id string, next time.Time) error {
+	b := s.dia.bind
 	if _, err := s.sql.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
 		", claimed_by = '', claim_until = 0 WHERE id = "+b(2), micros(next), id); err != nil {
 		return fmt.Errorf("store: event %s failed: %w", id, err)
@@ -228,8 +175,8 @@ func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) erro
 // given back (a daemon alone on its store calls it at start: a claim left
 // then is a killed daemon's, and would hold its event for the claim's
 // length). It returns how many events it changed.
-func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
-	b := s.bind
+func (s *core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
+	b := s.dia.bind
 	q := "UPDATE " + tableEvents + " SET next_attempt_at = " + b(1) + " WHERE next_attempt_at > " + b(2)
 	args := []any{micros(now), micros(now)}
 	if releaseClaims {
@@ -250,8 +197,8 @@ func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims
 
 // DropEvents deletes the events made before before whose claim does not
 // hold at now, and returns them (for the sender's log line and count).
-func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event, error) {
-	b := s.bind
+func (s *core) DropEvents(ctx context.Context, before, now time.Time) ([]domain.Event, error) {
+	b := s.dia.bind
 	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
 		" RETURNING seq, id, source, event, attempts", micros(before), micros(now))
 	if err != nil {
@@ -270,11 +217,11 @@ func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event,
 // at now (in delivery: deleting it would let the source's next event go
 // before it ends). It returns the deleted events, oldest first (for the
 // sender's log line and count). What is kept stays in order.
-func (s *Store) TrimEvents(ctx context.Context, keep int, now time.Time) ([]Event, error) {
+func (s *core) TrimEvents(ctx context.Context, keep int, now time.Time) ([]domain.Event, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("store: trim events: keep %d < 0", keep)
 	}
-	b := s.bind
+	b := s.dia.bind
 	// ROW_NUMBER counts every event, the claimed one included: a source
 	// keeps at most keep events, plus the one in delivery when it is older.
 	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
@@ -294,10 +241,10 @@ func (s *Store) TrimEvents(ctx context.Context, keep int, now time.Time) ([]Even
 
 // scanDeleted reads the rows of a DELETE ... RETURNING seq, id, source,
 // event, attempts, ordered by seq.
-func scanDeleted(rows *sql.Rows) ([]Event, error) {
-	var out []Event
+func scanDeleted(rows *sql.Rows) ([]domain.Event, error) {
+	var out []domain.Event
 	for rows.Next() {
-		var ev Event
+		var ev domain.Event
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.Attempts); err != nil {
 			return nil, err
 		}
@@ -311,7 +258,7 @@ func scanDeleted(rows *sql.Rows) ([]Event, error) {
 }
 
 // PendingEvents counts the events in the outbox.
-func (s *Store) PendingEvents(ctx context.Context) (int, error) {
+func (s *core) PendingEvents(ctx context.Context) (int, error) {
 	var n int
 	if err := s.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: pending events: %w", err)
@@ -322,8 +269,8 @@ func (s *Store) PendingEvents(ctx context.Context) (int, error) {
 // Commit writes b in one transaction: its states and records as SaveBatch
 // does, and its events into the outbox. Either all of it is committed or
 // none of it.
-func (s *Store) Commit(ctx context.Context, b Batch, keep int) error {
-	if b.empty() {
+func (s *core) Commit(ctx context.Context, b domain.Batch, keep int) error {
+	if b.Empty() {
 		return nil
 	}
 	if err := s.guard.check(); err != nil {
@@ -341,7 +288,7 @@ func (s *Store) Commit(ctx context.Context, b Batch, keep int) error {
 
 // prepareBatch checks b and brings it to the rows commitBatchChecked
 // writes.
-func prepareBatch(b Batch) (*batchRows, error) {
+func prepareBatch(b domain.Batch) (*batchRows, error) {
 	sts, err := prepareStates(b.States, now())
 	if err != nil {
 		return nil, err
@@ -361,11 +308,11 @@ func prepareBatch(b Batch) (*batchRows, error) {
 // batchRows is what one transaction of commitBatchChecked writes.
 type batchRows struct {
 	sts     []stateRow
-	records []PollRecord
-	events  []Event
+	records []domain.PollRecord
+	events  []domain.Event
 }
 
 // keepEvents removes from r the events of the sources keep refuses.
 func (r *batchRows) keepEvents(keep func(source string) bool) {
-	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev Event) bool { return !keep(ev.Source) })
+	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev domain.Event) bool { return !keep(ev.Source) })
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The models below are the store's tables, created through gorm's
@@ -13,7 +15,7 @@ import (
 // bigint, text, blob or bytea): nothing in them is specific to SQLite.
 // What is, the clustering of three tables by row key (WITHOUT ROWID, see
 // schema.go), is a table option that the SQLite backend passes when it
-// creates them (Store.clustered).
+// creates them (sqliteDialect.createTables).
 //
 // Times of states and records are integers, microseconds since the Unix
 // epoch (read.go says why), so that the models hold int64 where
@@ -21,6 +23,9 @@ import (
 // defaults of the first schema-3 stores; a string's is written ('') as
 // gorm's SQLite dialect would quote '' as "", which SQLite reads as a
 // string only while it accepts double-quoted strings.
+
+// tableStates is the table of stateModel.
+const tableStates = "source_states"
 
 // stateModel is a row of source_states: a SourceState and its row key,
 // skey(Name), first in the primary key.
@@ -64,7 +69,7 @@ type stateModel struct {
 func (stateModel) TableName() string { return tableStates }
 
 // state is the SourceState of a row, its times in UTC.
-func (m *stateModel) state() SourceState {
+func (m *stateModel) state() domain.SourceState {
 	t := func(us *int64) *time.Time {
 		if us == nil {
 			return nil
@@ -72,7 +77,7 @@ func (m *stateModel) state() SourceState {
 		v := fromMicros(*us)
 		return &v
 	}
-	return SourceState{
+	return domain.SourceState{
 		Name: m.Name, Fingerprint: m.Fingerprint,
 		ConsecutiveFailures: int(m.ConsecutiveFailures), ConsecutiveThrottles: int(m.ConsecutiveThrottles),
 		NextRunAt: t(m.NextRunAt), LastRunAt: t(m.LastRunAt), LastSuccessAt: t(m.LastSuccessAt),
@@ -128,7 +133,7 @@ type model struct {
 
 // models is every table the store owns, in creation order.
 func models() []model {
-	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&Command{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
+	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&commandModel{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
 }
 
 // createTables creates, within tx, the tables of models that do not exist.
@@ -173,7 +178,7 @@ func addedColumns() []addedColumn {
 		{&stateModel{}, "ChangesTotal", ""},
 		{&stateModel{}, "IncidentOpen", ""},
 		// A command done before the column existed is done.
-		{&Command{}, "Status", "UPDATE " + tableCommands + " SET status = '" + CommandDone + "' WHERE done_at IS NOT NULL"},
+		{&commandModel{}, "Status", "UPDATE " + tableCommands + " SET status = '" + domain.CommandDone + "' WHERE done_at IS NOT NULL"},
 	}
 }
 

@@ -39,7 +39,56 @@ const pgConnectTimeout = 10 * time.Second
 // new store at once do not both create them (the second then finds them).
 const pgCreateLock = 0x70616373 // "pacs"
 
-func pgBind(i int) string { return "$" + strconv.Itoa(i) }
+// pgStore is the PostgreSQL backend: the core on a pool of connections,
+// and the cluster (postgres_cluster.go, postgres_member_shards.go).
+type pgStore struct {
+	*core
+}
+
+// pgDialect is PostgreSQL's SQL.
+type pgDialect struct{}
+
+func (pgDialect) bind(i int) string { return "$" + strconv.Itoa(i) }
+
+// blobConcat: PostgreSQL's || of two bytea is a bytea.
+func (pgDialect) blobConcat(a, b string) string { return a + " || " + b }
+
+// stmtContext is ctx: PostgreSQL's driver watches the context without a
+// goroutine per statement.
+func (pgDialect) stmtContext(ctx context.Context) context.Context { return ctx }
+
+// statesOrder: PostgreSQL's heap has no order; its primary key index
+// gives it.
+func (pgDialect) statesOrder() string { return " ORDER BY skey, name" }
+
+// claimLock skips the rows another claimer is taking.
+func (pgDialect) claimLock() string { return " FOR UPDATE OF e SKIP LOCKED" }
+
+func (pgDialect) elsewhere() string {
+	return "set store: to another database, or another schema (search_path=)"
+}
+
+// tables is the store's tables and the cluster's.
+func (pgDialect) tables() []model { return append(models(), clusterModels()...) }
+
+// createTables creates the missing tables, the cluster's included, under
+// a transaction-level advisory lock: SQLite's write lock is taken at
+// BEGIN, PostgreSQL's DDL takes none that would keep a second creator out.
+func (pgDialect) createTables(tx *gorm.DB) error {
+	if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(current_schema()))", pgCreateLock).Error; err != nil {
+		return fmt.Errorf("lock schema creation: %w", err)
+	}
+	if err := createTables(tx, ""); err != nil {
+		return err
+	}
+	return createClusterTables(tx)
+}
+
+// upgrade adds the cluster's later columns.
+func (pgDialect) upgrade(db *gorm.DB) error { return addClusterColumns(db) }
+
+// limitWait has nothing to do: PostgreSQL's driver heeds ctx.
+func (pgDialect) limitWait(context.Context, *gorm.DB) (func(), error) { return func() {}, nil }
 
 // pgDSN is a PostgreSQL store URL taken apart for what the store shows of
 // it: shown is the URL with its password (in the user info or a password
@@ -127,7 +176,7 @@ func pgConfig(dsn string, d pgDSN) (*pgx.ConnConfig, error) {
 
 // openPostgres opens the PostgreSQL store at dsn, creating its tables if
 // needed.
-func openPostgres(dsn string, opts Options) (*Store, error) {
+func openPostgres(dsn string, opts Options) (*pgStore, error) {
 	d, err := parsePostgresDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", d.shown, err)
@@ -145,7 +194,7 @@ func openPostgres(dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(pgMaxConns)
 	sqlDB.SetMaxIdleConns(pgMaxConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	closeFail := func(err error) (*Store, error) { return nil, errors.Join(fail(err), sqlDB.Close()) }
+	closeFail := func(err error) (*pgStore, error) { return nil, errors.Join(fail(err), sqlDB.Close()) }
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout+time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -167,7 +216,7 @@ func openPostgres(dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return closeFail(err)
 	}
-	s := &Store{db: db, sql: sqlDB, bind: pgBind, dialect: dialectPostgres}
+	s := &pgStore{core: &core{db: db, sql: sqlDB, dia: pgDialect{}}}
 	if err := s.setup(); err != nil {
 		return closeFail(err)
 	}

@@ -39,10 +39,7 @@ func (memberShardModel) TableName() string { return tableMemberShards }
 // counts of the members that are no longer in cluster_members (forgotten
 // after 10 leases of silence, or left), so that the table holds only
 // the members the cluster knows and the one publishing.
-func (s *Store) PublishShardSources(ctx context.Context, member string, counts map[int]int) error {
-	if s.dialect != dialectPostgres {
-		return ErrNoCluster
-	}
+func (s *pgStore) PublishShardSources(ctx context.Context, member string, counts map[int]int) error {
 	rows := make([]memberShardModel, 0, len(counts))
 	for sh, n := range counts {
 		if n > 0 {
@@ -68,10 +65,7 @@ func (s *Store) PublishShardSources(ctx context.Context, member string, counts m
 // ShardSources returns, for each of members that published its counts
 // (PublishShardSources), the number of its configured sources on each
 // shard (a shard missing: none).
-func (s *Store) ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
+func (s *pgStore) ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error) {
 	var rows []memberShardModel
 	if err := s.db.WithContext(ctx).Where("member IN ?", members).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: shard sources: %w", err)

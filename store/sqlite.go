@@ -14,10 +14,68 @@ import (
 	"gorm.io/gorm"
 )
 
+// sqliteStore is the SQLite backend: the core on one connection to a
+// file, and no cluster (every cluster call answers ErrNoCluster).
+type sqliteStore struct {
+	*core
+	noCluster
+}
+
+// sqliteDialect is SQLite's SQL and its one connection's settings.
+type sqliteDialect struct {
+	// busy is the connection's busy timeout.
+	busy time.Duration
+}
+
+func (sqliteDialect) bind(int) string { return "?" }
+
+// blobConcat: SQLite's || yields TEXT, whose length() stops at a NUL
+// byte: it is cast back to BLOB.
+func (sqliteDialect) blobConcat(a, b string) string { return "CAST(" + a + " || " + b + " AS BLOB)" }
+
+// stmtContext is ctx without its cancellation (see commitBatchChecked).
+func (sqliteDialect) stmtContext(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
+}
+
+// statesOrder is none: SQLite reads a WITHOUT ROWID table in key order.
+func (sqliteDialect) statesOrder() string { return "" }
+
+// claimLock is none: SQLite's writers take the whole database's lock.
+func (sqliteDialect) claimLock() string { return "" }
+
+func (sqliteDialect) elsewhere() string { return "move the file aside, or set store: to another path" }
+
+func (sqliteDialect) tables() []model { return models() }
+
+// createTables creates the missing tables, those of the states and of
+// the history clustered by their primary key (WITHOUT ROWID). SQLite's
+// write lock, taken at BEGIN, keeps a second creator out.
+func (sqliteDialect) createTables(tx *gorm.DB) error { return createTables(tx, "WITHOUT ROWID") }
+
+func (sqliteDialect) upgrade(*gorm.DB) error { return nil }
+
+// limitWait lowers the busy timeout of conn to what ctx leaves (at least
+// 1 ms, at most the store's): SQLite's busy wait does not heed a
+// cancelled context.
+func (d sqliteDialect) limitWait(ctx context.Context, conn *gorm.DB) (func(), error) {
+	dl, ok := ctx.Deadline()
+	if !ok || d.busy <= 0 {
+		return func() {}, nil
+	}
+	ms := min(max(time.Until(dl).Milliseconds(), 1), d.busy.Milliseconds())
+	if err := conn.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", ms)).Error; err != nil {
+		return nil, err
+	}
+	return func() {
+		conn.WithContext(context.Background()).Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", d.busy.Milliseconds()))
+	}, nil
+}
+
 // openSQLite opens the SQLite file at path. readOnly opens it with SQLite's
 // mode=ro, as SQLite itself does for a file it may not write (tests use it
 // to get a read-only store even when running as root).
-func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
+func openSQLite(path string, opts Options, readOnly bool) (*sqliteStore, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -49,8 +107,8 @@ func openSQLite(path string, opts Options, readOnly bool) (*Store, error) {
 	sqlDB.SetConnMaxLifetime(0)
 	sqlDB.SetConnMaxIdleTime(0)
 
-	s := &Store{db: db, sql: sqlDB, busy: busy, bind: sqliteBind, clustered: "WITHOUT ROWID"}
-	fail := func(err error) (*Store, error) {
+	s := &sqliteStore{core: &core{db: db, sql: sqlDB, dia: sqliteDialect{busy: busy}}}
+	fail := func(err error) (*sqliteStore, error) {
 		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), s.sql.Close())
 	}
 	var mode string
