@@ -13,9 +13,9 @@ import (
 
 // core is what the two backends share: the connections, the prepared
 // statements of the write path, and every method whose SQL is the same in
-// both dialects. What differs is asked of dia; the dialect types embed
-// core and add their own methods (sqliteStore: ErrNoCluster to the
-// cluster's calls; pgStore: the cluster).
+// both dialects. What differs is asked of dia (sqliteDialect, pgDialect).
+// The backends embed core and add their own methods (sqliteStore:
+// ErrNoCluster to the cluster's calls; pgStore: the cluster).
 //
 // The connections: SQLite has one (one writer per process, and
 // per-connection pragmas that never change), PostgreSQL a pool of

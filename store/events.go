@@ -64,13 +64,12 @@ func prepareEvents(in []domain.Event) ([]domain.Event, error) {
 	return out, nil
 }
 
-// insertEvents writes events within tx, the statement's bind variables
-// written by bind.
-func insertEvents(ctx context.Context, tx *sql.Tx, bind func(int) string, events []domain.Event) error {
+// insertEvents writes events within tx, in the SQL of d.
+func insertEvents(ctx context.Context, tx *sql.Tx, d dialect, events []domain.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	q := insertSQL(tableEvents, eventColumns, 1, bind)
+	q := insertSQL(tableEvents, eventColumns, 1, d.bind)
 	for i := range events {
 		ev := &events[i]
 		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,

@@ -302,7 +302,7 @@ func (s *core) commitBatchChecked(ctx context.Context, b *batchRows, keep int, c
 		}
 	}
 	sts, records := b.sts, b.records
-	if err := insertEvents(ctx, tx, s.dia.bind, b.events); err != nil {
+	if err := insertEvents(ctx, tx, s.dia, b.events); err != nil {
 		return err
 	}
 	if err := s.w.execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
