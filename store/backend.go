@@ -10,12 +10,15 @@ import (
 
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/backend"
+	"github.com/pacer-dev/pacer/store/internal/sqlcore"
+	"github.com/pacer-dev/pacer/store/postgres"
+	"github.com/pacer-dev/pacer/store/sqlite"
 )
 
 // Backend is a store in domain terms: what the daemon, the CLI, the
 // notifier and the cluster need of it. Each dialect implements it
-// (sqliteStore, pgStore) on a shared core, and both pass the same
-// conformance suite (runStoreSuite in the tests).
+// (sqlite.Store, postgres.Store) on a shared core (internal/sqlcore), and
+// both pass the same conformance suite (runStoreSuite in the tests).
 type Backend interface {
 	States
 	Commands
@@ -77,8 +80,8 @@ type Cluster interface {
 }
 
 var (
-	_ Backend = (*sqliteStore)(nil)
-	_ Backend = (*pgStore)(nil)
+	_ Backend = (*sqlite.Store)(nil)
+	_ Backend = (*postgres.Store)(nil)
 )
 
 // Store is an open store, the handle callers hold: the Backend of its
@@ -93,14 +96,14 @@ const DefaultBusyTimeout = 5 * time.Second
 
 // MaxPendingCommands bounds one PendingCommands answer so that a flood of
 // CLI commands cannot stall the daemon's command loop.
-const MaxPendingCommands = 100
+const MaxPendingCommands = sqlcore.MaxPendingCommands
 
 // ErrNotFound is returned (wrapped) when a command asked for by id does not
 // exist. Test with errors.Is.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = sqlcore.ErrNotFound
 
 // ErrNoCluster is returned by the cluster calls on a SQLite store.
-var ErrNoCluster = errors.New("a cluster needs a PostgreSQL store")
+var ErrNoCluster = sqlcore.ErrNoCluster
 
 // Options tune Open. The zero value is ready to use.
 type Options struct {
@@ -130,7 +133,7 @@ func Open(dsn string, opts Options) (*Store, error) {
 		return nil, errors.New("store: open: empty store path")
 	case backend.IsPostgres(dsn):
 		// The DSN may hold a password: errors show it as ***.
-		s, err := openPostgres(dsn, opts)
+		s, err := postgres.Open(dsn, opts.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -153,4 +156,27 @@ func Missing(dsn string) bool {
 	}
 	_, err := os.Stat(dsn)
 	return errors.Is(err, fs.ErrNotExist)
+}
+
+// ShownDSN is how the store names the database of dsn in its errors and
+// logs: a SQLite path as it is, a PostgreSQL URL without its password
+// (shown as ***, rule 3.12).
+func ShownDSN(dsn string) string {
+	if !backend.IsPostgres(dsn) {
+		return dsn
+	}
+	d, _ := postgres.ParseDSN(dsn)
+	return d.Shown
+}
+
+// AcquireMemberLock is AcquireLock for a member of a cluster: the shared
+// form of the store's advisory lock, which every member holds together and
+// which keeps out a daemon started without a cluster section (and is kept
+// out by one), so that no source is polled by two daemons that do not
+// share the work. A SQLite store has no cluster.
+func AcquireMemberLock(dsn string) (*Lock, error) {
+	if !backend.IsPostgres(dsn) {
+		return nil, ErrNoCluster
+	}
+	return acquirePostgresLockWith(dsn, "pg_try_advisory_lock_shared")
 }

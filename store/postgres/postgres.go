@@ -1,4 +1,8 @@
-package store
+// Package postgres is the PostgreSQL backend of the store: the shared core
+// (store/internal/sqlcore) on a small pool of connections, and the
+// cluster's shards, claims and fenced commits (contract section 8).
+// Package store opens it (store.Open).
+package postgres
 
 import (
 	"context"
@@ -12,16 +16,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"gorm.io/driver/postgres"
+	gormpg "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
-	"github.com/pacer-dev/pacer/internal/backend"
+	"github.com/pacer-dev/pacer/store/internal/sqlcore"
 )
 
-// The PostgreSQL backend: the same tables (models.go, created by gorm's
-// Migrator with PostgreSQL's types: bigint, text, bytea, boolean,
-// timestamptz), the same hand-written SQL for SaveBatch and LoadStates with
-// PostgreSQL's bind variables and bytea concatenation (write.go), and a
+// The PostgreSQL backend: the same tables (sqlcore's models.go, created by
+// gorm's Migrator with PostgreSQL's types: bigint, text, bytea, boolean,
+// timestamptz), the same hand-written SQL for Commit and LoadStates with
+// PostgreSQL's bind variables and bytea concatenation (the dialect), and a
 // small pool of connections instead of SQLite's single one: PostgreSQL
 // serialises the writers itself (row locks, taken in the table's order by
 // every batch, so that two writers cannot deadlock).
@@ -39,77 +43,77 @@ const pgConnectTimeout = 10 * time.Second
 // new store at once do not both create them (the second then finds them).
 const pgCreateLock = 0x70616373 // "pacs"
 
-// pgStore is the PostgreSQL backend: the core on a pool of connections,
-// and the cluster (postgres_cluster.go, postgres_member_shards.go).
-type pgStore struct {
-	*core
+// Store is the PostgreSQL backend: the core on a pool of connections, and
+// the cluster (cluster.go, member_shards.go).
+type Store struct {
+	*sqlcore.Core
 }
 
-// pgDialect is PostgreSQL's SQL.
-type pgDialect struct{}
+// dialect is PostgreSQL's SQL.
+type dialect struct{}
 
-func (pgDialect) bind(i int) string { return "$" + strconv.Itoa(i) }
+func (dialect) Bind(i int) string { return "$" + strconv.Itoa(i) }
 
-// blobConcat: PostgreSQL's || of two bytea is a bytea.
-func (pgDialect) blobConcat(a, b string) string { return a + " || " + b }
+// BlobConcat: PostgreSQL's || of two bytea is a bytea.
+func (dialect) BlobConcat(a, b string) string { return a + " || " + b }
 
-// stmtContext is ctx: PostgreSQL's driver watches the context without a
+// StmtContext is ctx: PostgreSQL's driver watches the context without a
 // goroutine per statement.
-func (pgDialect) stmtContext(ctx context.Context) context.Context { return ctx }
+func (dialect) StmtContext(ctx context.Context) context.Context { return ctx }
 
-// statesOrder: PostgreSQL's heap has no order; its primary key index
+// StatesOrder: PostgreSQL's heap has no order; its primary key index
 // gives it.
-func (pgDialect) statesOrder() string { return " ORDER BY skey, name" }
+func (dialect) StatesOrder() string { return "ORDER BY skey, name" }
 
-// claimLock skips the rows another claimer is taking.
-func (pgDialect) claimLock() string { return " FOR UPDATE OF e SKIP LOCKED" }
+// ClaimLock skips the rows another claimer is taking.
+func (dialect) ClaimLock() string { return " FOR UPDATE OF e SKIP LOCKED" }
 
-func (pgDialect) elsewhere() string {
+func (dialect) Elsewhere() string {
 	return "set store: to another database, or another schema (search_path=)"
 }
 
-// tables is the store's tables and the cluster's.
-func (pgDialect) tables() []model { return append(models(), clusterModels()...) }
+// Tables is the store's tables and the cluster's.
+func (dialect) Tables() []sqlcore.Model { return append(sqlcore.Models(), clusterModels()...) }
 
-// createTables creates the missing tables, the cluster's included, under
-// a transaction-level advisory lock: SQLite's write lock is taken at
-// BEGIN, PostgreSQL's DDL takes none that would keep a second creator out.
-func (pgDialect) createTables(tx *gorm.DB) error {
+// CreateTables creates the missing tables, the cluster's included, under a
+// transaction-level advisory lock: SQLite's write lock is taken at BEGIN,
+// PostgreSQL's DDL takes none that would keep a second creator out.
+func (dialect) CreateTables(tx *gorm.DB) error {
 	if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(current_schema()))", pgCreateLock).Error; err != nil {
 		return fmt.Errorf("lock schema creation: %w", err)
 	}
-	if err := createTables(tx, ""); err != nil {
+	if err := sqlcore.CreateTables(tx, ""); err != nil {
 		return err
 	}
 	return createClusterTables(tx)
 }
 
-// upgrade adds the cluster's later columns.
-func (pgDialect) upgrade(db *gorm.DB) error { return addClusterColumns(db) }
+// Upgrade adds the cluster's later columns.
+func (dialect) Upgrade(db *gorm.DB) error { return addClusterColumns(db) }
 
-// limitWait has nothing to do: PostgreSQL's driver heeds ctx.
-func (pgDialect) limitWait(context.Context, *gorm.DB) (func(), error) { return func() {}, nil }
+// LimitWait has nothing to do: PostgreSQL's driver heeds ctx.
+func (dialect) LimitWait(context.Context, *gorm.DB) (func(), error) { return func() {}, nil }
 
-// pgDSN is a PostgreSQL store URL taken apart for what the store shows of
+// DSN is a PostgreSQL store URL taken apart for what the store shows of
 // it: shown is the URL with its password (in the user info or a password
 // parameter) replaced by ***, secrets the texts to mask in any error.
-type pgDSN struct {
-	shown   string
+type DSN struct {
+	Shown   string
 	secrets []string
 }
 
-// parsePostgresDSN parses a postgres:// or postgresql:// URL. Its error never
+// ParseDSN parses a postgres:// or postgresql:// URL. Its error never
 // quotes the URL (it may hold a password).
-func parsePostgresDSN(dsn string) (pgDSN, error) {
+func ParseDSN(dsn string) (DSN, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return pgDSN{shown: "postgres://(invalid URL)"}, fmt.Errorf("invalid PostgreSQL URL: %w", err)
+		return DSN{Shown: "postgres://(invalid URL)"}, fmt.Errorf("invalid PostgreSQL URL: %w", err)
 	}
-	var d pgDSN
+	var d DSN
 	var b strings.Builder
 	b.WriteString(u.Scheme + "://")
 	if u.User != nil {
@@ -129,25 +133,14 @@ func parsePostgresDSN(dsn string) (pgDSN, error) {
 	if len(q) > 0 {
 		b.WriteString("?" + strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***"))
 	}
-	d.shown = b.String()
+	d.Shown = b.String()
 	return d, nil
 }
 
-// ShownDSN is how the store names the database of dsn in its errors and
-// logs: a SQLite path as it is, a PostgreSQL URL without its password
-// (shown as ***, rule 3.12).
-func ShownDSN(dsn string) string {
-	if !backend.IsPostgres(dsn) {
-		return dsn
-	}
-	d, _ := parsePostgresDSN(dsn)
-	return d.shown
-}
-
-// scrub masks the secrets of d in err's text (a driver error could quote
+// Scrub masks the secrets of d in err's text (a driver error could quote
 // the URL); nil stays nil. The result does not unwrap to err, so that no
 // caller can print the unmasked text by accident.
-func (d pgDSN) scrub(err error) error {
+func (d DSN) Scrub(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -160,13 +153,13 @@ func (d pgDSN) scrub(err error) error {
 	return errors.New(msg)
 }
 
-// pgConfig parses dsn into pgx's connection settings (host= in the query
+// ConnConfig parses dsn into pgx's connection settings (host= in the query
 // selects a unix socket directory; search_path and other parameters that
 // pgx does not know are sent to the server as settings of the session).
-func pgConfig(dsn string, d pgDSN) (*pgx.ConnConfig, error) {
+func ConnConfig(dsn string, d DSN) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, d.scrub(err)
+		return nil, d.Scrub(err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = pgConnectTimeout
@@ -174,19 +167,18 @@ func pgConfig(dsn string, d pgDSN) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// openPostgres opens the PostgreSQL store at dsn, creating its tables if
+// Open opens the PostgreSQL store at dsn, creating its tables if
 // needed.
-func openPostgres(dsn string, opts Options) (*pgStore, error) {
-	d, err := parsePostgresDSN(dsn)
+func Open(dsn string, log *slog.Logger) (*Store, error) {
+	d, err := ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", d.shown, err)
+		return nil, fmt.Errorf("store: open %s: %w", d.Shown, err)
 	}
-	fail := func(err error) error { return fmt.Errorf("store: open %s: %w", d.shown, d.scrub(err)) }
-	cfg, err := pgConfig(dsn, d)
+	fail := func(err error) error { return fmt.Errorf("store: open %s: %w", d.Shown, d.Scrub(err)) }
+	cfg, err := ConnConfig(dsn, d)
 	if err != nil {
 		return nil, fail(err)
 	}
-	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -194,7 +186,7 @@ func openPostgres(dsn string, opts Options) (*pgStore, error) {
 	sqlDB.SetMaxOpenConns(pgMaxConns)
 	sqlDB.SetMaxIdleConns(pgMaxConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	closeFail := func(err error) (*pgStore, error) { return nil, errors.Join(fail(err), sqlDB.Close()) }
+	closeFail := func(err error) (*Store, error) { return nil, errors.Join(fail(err), sqlDB.Close()) }
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout+time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -208,17 +200,17 @@ func openPostgres(dsn string, opts Options) (*pgStore, error) {
 		// pacer creates its tables, not the schema they go into.
 		return closeFail(errors.New("no schema of search_path exists in the database: create it (CREATE SCHEMA), or set search_path= to one that exists"))
 	}
-	db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{
-		Logger:                 newGormLogger(log),
-		NowFunc:                now,
+	db, err := gorm.Open(gormpg.New(gormpg.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 sqlcore.NewGormLogger(log),
+		NowFunc:                sqlcore.Now,
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
 		return closeFail(err)
 	}
-	s := &pgStore{core: &core{db: db, sql: sqlDB, dia: pgDialect{}}}
-	if err := s.setup(); err != nil {
+	core, err := sqlcore.New(db, sqlDB, dialect{})
+	if err != nil {
 		return closeFail(err)
 	}
-	return s, nil
+	return &Store{Core: core}, nil
 }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import "github.com/pacer-dev/pacer/domain"
 
@@ -13,6 +13,6 @@ import "github.com/pacer-dev/pacer/domain"
 // (100,000 sources polled once a minute: 0.37x the CPU of the same rows
 // scattered; see BENCHMARKS.md.)
 
-// skey is the stored form of domain.NameHash: shifted into int64's range so
+// Skey is the stored form of domain.NameHash: shifted into int64's range so
 // that SQLite's signed order is the hash's unsigned order.
-func skey(name string) int64 { return int64(domain.NameHash(name) ^ 1<<63) }
+func Skey(name string) int64 { return int64(domain.NameHash(name) ^ 1<<63) }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -71,9 +71,9 @@ type writer struct {
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
 // BenchmarkStoreMinuteLoad, BenchmarkCommitRate), in the SQL of d. It must
 // run outside any transaction: a SQLite store has a single connection.
-func prepareWriter(db *sql.DB, d dialect) (w *writer, err error) {
+func prepareWriter(db *sql.DB, d Dialect) (w *writer, err error) {
 	w = &writer{}
-	bind := d.bind
+	bind := d.Bind
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.close())
@@ -94,7 +94,7 @@ func prepareWriter(db *sql.DB, d dialect) (w *writer, err error) {
 	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 	// A tail grows by the records of the batch; last_seq and keep_from
 	// only move forward.
-	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + d.blobConcat(tableTail+".data", "excluded.data") + ", " +
+	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + d.BlobConcat(tableTail+".data", "excluded.data") + ", " +
 		"last_seq = CASE WHEN excluded.last_seq > " + tableTail + ".last_seq THEN excluded.last_seq ELSE " + tableTail + ".last_seq END, " +
 		"keep_from = CASE WHEN excluded.keep_from > " + tableTail + ".keep_from THEN excluded.keep_from ELSE " + tableTail + ".keep_from END"
 	for k := range rowSizes {
@@ -111,7 +111,7 @@ func prepareWriter(db *sql.DB, d dialect) (w *writer, err error) {
 	}
 	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (" + blockColumns + ") SELECT " + blockColumns + " FROM " +
 		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = " +
-		d.blobConcat(tableBlocks+".data", "excluded.data")); err != nil {
+		d.BlobConcat(tableBlocks+".data", "excluded.data")); err != nil {
 		return w, err
 	}
 	// SQLite numbers "?" in order of appearance: the new data comes first
@@ -247,7 +247,7 @@ func checkColumns(db *gorm.DB) error {
 // commit time. When a name occurs more than once in states, the last
 // occurrence wins. It fails, committing nothing, while the database file is
 // no longer the one opened (see guard).
-func (s *core) SaveBatch(ctx context.Context, states []domain.SourceState, records []domain.PollRecord, keep int) error {
+func (s *Core) SaveBatch(ctx context.Context, states []domain.SourceState, records []domain.PollRecord, keep int) error {
 	return s.Commit(ctx, domain.Batch{States: states, Records: records}, keep)
 }
 
@@ -262,10 +262,10 @@ type tailRow struct {
 	seal     bool   // a Seq of the batch is a multiple of the block size
 }
 
-// batchCheck, run first in a batch's transaction, returns the rows of the
+// Check, run first in a batch's transaction, returns the rows of the
 // batch that may be written (SaveBatchFenced: those of the shards whose
 // claim still holds).
-type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
+type Check func(ctx context.Context, tx *sql.Tx, rows *BatchRows) error
 
 // commitBatchChecked writes the states, records and events of b in one
 // transaction, after check (nil: every row is written).
@@ -279,13 +279,13 @@ type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 // one that waits for another process's write lock waits at most the busy
 // timeout. PostgreSQL's driver watches the context without a goroutine per
 // statement: there ctx is passed on as it is.
-func (s *core) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
+func (s *Core) commitBatchChecked(ctx context.Context, b *BatchRows, keep int, check Check) (err error) {
 	live := ctx
-	ctx = s.dia.stmtContext(ctx)
+	ctx = s.dia.StmtContext(ctx)
 	if err := live.Err(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -391,7 +391,7 @@ func prepareStates(in []domain.SourceState, ts time.Time) ([]stateRow, error) {
 		if st.Name == "" {
 			return nil, fmt.Errorf("state #%d has no name", i)
 		}
-		out[i] = stateRow{key: skey(st.Name), updated: updated, st: st}
+		out[i] = stateRow{key: Skey(st.Name), updated: updated, st: st}
 	}
 	slices.SortStableFunc(out, func(a, b stateRow) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {

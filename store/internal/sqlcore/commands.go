@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func (commandModel) TableName() string { return tableCommands }
 // command is the domain.Command of a row, its times normalized.
 func (m *commandModel) command() domain.Command {
 	c := domain.Command(*m)
-	c.CreatedAt = normTime(c.CreatedAt)
+	c.CreatedAt = NormTime(c.CreatedAt)
 	c.DoneAt = normTimePtr(c.DoneAt)
 	return c
 }
@@ -47,15 +47,15 @@ func (m *commandModel) command() domain.Command {
 // EnqueueCommand stores a command for the running daemon. It sets c.ID,
 // c.CreatedAt (now, UTC) and c.Status (CommandPending); the other fields
 // are stored as given.
-func (s *core) EnqueueCommand(ctx context.Context, c *domain.Command) error {
+func (s *Core) EnqueueCommand(ctx context.Context, c *domain.Command) error {
 	if c == nil {
 		return errors.New("store: enqueue command: nil command")
 	}
 	row := commandModel(*c)
 	row.DoneAt = normTimePtr(row.DoneAt)
-	row.CreatedAt = now()
+	row.CreatedAt = Now()
 	row.Status = domain.CommandPending
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+	if err := s.DB.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("store: enqueue command: %w", err)
 	}
 	*c = row.command()
@@ -70,16 +70,16 @@ func (s *core) EnqueueCommand(ctx context.Context, c *domain.Command) error {
 // look-up of the index on done_at answers that first, and gorm's query
 // (its statement built and parsed anew each time, ~0.2 % of a core at
 // that rate) runs only when there is one.
-func (s *core) PendingCommands(ctx context.Context) ([]domain.Command, error) {
+func (s *Core) PendingCommands(ctx context.Context) ([]domain.Command, error) {
 	out := make([]domain.Command, 0)
 	var one int
-	switch err := s.w.anyCommand.QueryRowContext(s.dia.stmtContext(ctx), domain.CommandPending).Scan(&one); {
+	switch err := s.w.anyCommand.QueryRowContext(s.dia.StmtContext(ctx), domain.CommandPending).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
 		return out, nil
 	case err != nil:
 		return nil, fmt.Errorf("store: pending commands: %w", err)
 	}
-	return openCommands(s.db.WithContext(ctx), domain.CommandPending)
+	return openCommands(s.DB.WithContext(ctx), domain.CommandPending)
 }
 
 // openCommands returns the commands not done with status, oldest first, at
@@ -106,8 +106,8 @@ func openCommands(db *gorm.DB, status string) ([]domain.Command, error) {
 // withdrew it (ExpireCommand) or another claim won, and the command must
 // not be applied. With ExpireCommand's update it makes "applied" and
 // "reported as not applied" exclusive.
-func (s *core) ClaimCommand(ctx context.Context, id uint64) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&commandModel{}).
+func (s *Core) ClaimCommand(ctx context.Context, id uint64) (bool, error) {
+	res := s.DB.WithContext(ctx).Model(&commandModel{}).
 		Where("id = ? AND done_at IS NULL AND status = ?", id, domain.CommandPending).
 		Update("status", domain.CommandApplying)
 	if res.Error != nil {
@@ -120,10 +120,10 @@ func (s *core) ClaimCommand(ctx context.Context, id uint64) (bool, error) {
 // with status CommandExpired and result reason, and no daemon applies it
 // afterwards. It reports whether it did; false means a daemon claimed it
 // (or it is done): its result is then the daemon's, to be waited for.
-func (s *core) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&commandModel{}).
+func (s *Core) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
+	res := s.DB.WithContext(ctx).Model(&commandModel{}).
 		Where("id = ? AND done_at IS NULL AND status = ?", id, domain.CommandPending).
-		Updates(map[string]any{"status": domain.CommandExpired, "done_at": now(), "result": reason})
+		Updates(map[string]any{"status": domain.CommandExpired, "done_at": Now(), "result": reason})
 	if res.Error != nil {
 		return false, fmt.Errorf("store: expire command %d: %w", id, res.Error)
 	}
@@ -136,19 +136,19 @@ func (s *core) ExpireCommand(ctx context.Context, id uint64, reason string) (boo
 // recorded their results (a crash between the two): the daemon that holds
 // the store next completes them, so that a CLI waiting for one gets an
 // answer.
-func (s *core) OrphanedCommands(ctx context.Context) ([]domain.Command, error) {
-	return openCommands(s.db.WithContext(ctx), domain.CommandApplying)
+func (s *Core) OrphanedCommands(ctx context.Context) ([]domain.Command, error) {
+	return openCommands(s.DB.WithContext(ctx), domain.CommandApplying)
 }
 
 // CompleteCommand marks a command done with its result ("" = success) and
 // code ("not_found", "conflict" or ""). Completing a command that is already
 // done (or expired) keeps the first result and is not an error; an unknown
 // id is ErrNotFound.
-func (s *core) CompleteCommand(ctx context.Context, id uint64, result, code string) error {
-	db := s.db.WithContext(ctx)
+func (s *Core) CompleteCommand(ctx context.Context, id uint64, result, code string) error {
+	db := s.DB.WithContext(ctx)
 	res := db.Model(&commandModel{}).
 		Where("id = ? AND done_at IS NULL", id).
-		Updates(map[string]any{"done_at": now(), "result": result, "code": code, "status": domain.CommandDone})
+		Updates(map[string]any{"done_at": Now(), "result": result, "code": code, "status": domain.CommandDone})
 	if res.Error != nil {
 		return fmt.Errorf("store: complete command %d: %w", id, res.Error)
 	}
@@ -167,9 +167,9 @@ func (s *core) CompleteCommand(ctx context.Context, id uint64, result, code stri
 
 // GetCommand returns one command, so that the CLI can wait for its result.
 // An unknown id is ErrNotFound.
-func (s *core) GetCommand(ctx context.Context, id uint64) (domain.Command, error) {
+func (s *Core) GetCommand(ctx context.Context, id uint64) (domain.Command, error) {
 	var rows []commandModel
-	if err := s.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+	if err := s.DB.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
 		return domain.Command{}, fmt.Errorf("store: get command %d: %w", id, err)
 	}
 	if len(rows) == 0 {

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -65,11 +65,11 @@ func prepareEvents(in []domain.Event) ([]domain.Event, error) {
 }
 
 // insertEvents writes events within tx, in the SQL of d.
-func insertEvents(ctx context.Context, tx *sql.Tx, d dialect, events []domain.Event) error {
+func insertEvents(ctx context.Context, tx *sql.Tx, d Dialect, events []domain.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	q := insertSQL(tableEvents, eventColumns, 1, d.bind)
+	q := insertSQL(tableEvents, eventColumns, 1, d.Bind)
 	for i := range events {
 		ev := &events[i]
 		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,
@@ -105,22 +105,22 @@ const eventSelect = "seq, " + eventColumns
 // nobody's claim on it holds at c.Now. On PostgreSQL the rows another
 // claimer is taking are skipped (FOR UPDATE SKIP LOCKED). The events are
 // returned oldest first.
-func (s *core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.Event, error) {
+func (s *Core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.Event, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	if err := s.guard.check(); err != nil {
+	if err := checkGuard(s.Guard); err != nil {
 		// The events of a deleted file are not the store's any more.
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	now, until := micros(c.Now), micros(c.Until)
-	lock := s.dia.claimLock()
-	b := s.dia.bind
+	lock := s.dia.ClaimLock()
+	b := s.dia.Bind
 	q := "UPDATE " + tableEvents + " SET claimed_by = " + b(1) + ", claim_until = " + b(2) +
 		" WHERE seq IN (SELECT e.seq FROM " + tableEvents + " e WHERE e.seq = (SELECT min(x.seq) FROM " + tableEvents +
 		" x WHERE x.source = e.source) AND e.claim_until < " + b(3) + " AND e.next_attempt_at <= " + b(4) +
 		" ORDER BY e.seq LIMIT " + b(5) + lock + ") AND claim_until < " + b(6) + " RETURNING " + eventSelect
-	rows, err := s.sql.QueryContext(ctx, q, c.Member, until, now, now, c.Limit, now)
+	rows, err := s.SQL.QueryContext(ctx, q, c.Member, until, now, now, c.Limit, now)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
@@ -150,8 +150,8 @@ func sortEvents(evs []domain.Event) {
 
 // EventSent removes a delivered event from the outbox. An event already
 // gone (dropped meanwhile) is not an error.
-func (s *core) EventSent(ctx context.Context, id string) error {
-	if _, err := s.sql.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.dia.bind(1), id); err != nil {
+func (s *Core) EventSent(ctx context.Context, id string) error {
+	if _, err := s.SQL.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.dia.Bind(1), id); err != nil {
 		return fmt.Errorf("store: event %s sent: %w", id, err)
 	}
 	return nil
@@ -159,9 +159,9 @@ func (s *core) EventSent(ctx context.Context, id string) error {
 
 // EventFailed records a failed delivery: one more attempt, claimable again
 // from next on, its claim given back.
-func (s *core) EventFailed(ctx context.Context, id string, next time.Time) error {
-	b := s.dia.bind
-	if _, err := s.sql.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
+func (s *Core) EventFailed(ctx context.Context, id string, next time.Time) error {
+	b := s.dia.Bind
+	if _, err := s.SQL.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
 		", claimed_by = '', claim_until = 0 WHERE id = "+b(2), micros(next), id); err != nil {
 		return fmt.Errorf("store: event %s failed: %w", id, err)
 	}
@@ -174,8 +174,8 @@ func (s *core) EventFailed(ctx context.Context, id string, next time.Time) error
 // given back (a daemon alone on its store calls it at start: a claim left
 // then is a killed daemon's, and would hold its event for the claim's
 // length). It returns how many events it changed.
-func (s *core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
-	b := s.dia.bind
+func (s *Core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
+	b := s.dia.Bind
 	q := "UPDATE " + tableEvents + " SET next_attempt_at = " + b(1) + " WHERE next_attempt_at > " + b(2)
 	args := []any{micros(now), micros(now)}
 	if releaseClaims {
@@ -183,7 +183,7 @@ func (s *core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims 
 			" ELSE next_attempt_at END, claimed_by = '', claim_until = 0 WHERE next_attempt_at > " + b(3) + " OR claim_until > 0"
 		args = []any{micros(now), micros(now), micros(now)}
 	}
-	res, err := s.sql.ExecContext(ctx, q, args...)
+	res, err := s.SQL.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("store: retry events now: %w", err)
 	}
@@ -196,9 +196,9 @@ func (s *core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims 
 
 // DropEvents deletes the events made before before whose claim does not
 // hold at now, and returns them (for the sender's log line and count).
-func (s *core) DropEvents(ctx context.Context, before, now time.Time) ([]domain.Event, error) {
-	b := s.dia.bind
-	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
+func (s *Core) DropEvents(ctx context.Context, before, now time.Time) ([]domain.Event, error) {
+	b := s.dia.Bind
+	rows, err := s.SQL.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
 		" RETURNING seq, id, source, event, attempts", micros(before), micros(now))
 	if err != nil {
 		return nil, fmt.Errorf("store: drop events: %w", err)
@@ -216,14 +216,14 @@ func (s *core) DropEvents(ctx context.Context, before, now time.Time) ([]domain.
 // at now (in delivery: deleting it would let the source's next event go
 // before it ends). It returns the deleted events, oldest first (for the
 // sender's log line and count). What is kept stays in order.
-func (s *core) TrimEvents(ctx context.Context, keep int, now time.Time) ([]domain.Event, error) {
+func (s *Core) TrimEvents(ctx context.Context, keep int, now time.Time) ([]domain.Event, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("store: trim events: keep %d < 0", keep)
 	}
-	b := s.dia.bind
+	b := s.dia.Bind
 	// ROW_NUMBER counts every event, the claimed one included: a source
 	// keeps at most keep events, plus the one in delivery when it is older.
-	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
+	rows, err := s.SQL.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
 		"ROW_NUMBER() OVER (PARTITION BY source ORDER BY seq DESC) AS rn FROM "+tableEvents+") r WHERE r.rn > "+b(1)+
 		" AND r.claim_until < "+b(2)+") AND claim_until < "+b(3)+" RETURNING seq, id, source, event, attempts",
 		keep, micros(now), micros(now))
@@ -257,9 +257,9 @@ func scanDeleted(rows *sql.Rows) ([]domain.Event, error) {
 }
 
 // PendingEvents counts the events in the outbox.
-func (s *core) PendingEvents(ctx context.Context) (int, error) {
+func (s *Core) PendingEvents(ctx context.Context) (int, error) {
 	var n int
-	if err := s.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
+	if err := s.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: pending events: %w", err)
 	}
 	return n, nil
@@ -268,18 +268,25 @@ func (s *core) PendingEvents(ctx context.Context) (int, error) {
 // Commit writes b in one transaction: its states and records as SaveBatch
 // does, and its events into the outbox. Either all of it is committed or
 // none of it.
-func (s *core) Commit(ctx context.Context, b domain.Batch, keep int) error {
+func (s *Core) Commit(ctx context.Context, b domain.Batch, keep int) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := s.guard.check(); err != nil {
+	if err := checkGuard(s.Guard); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
+	return s.CommitChecked(ctx, b, keep, nil)
+}
+
+// CommitChecked writes b as Commit does, after check, run first in its
+// transaction, took out the rows that may not be written (nil: every row
+// is written). The fenced commit of a cluster's member is one.
+func (s *Core) CommitChecked(ctx context.Context, b domain.Batch, keep int, check Check) error {
 	rows, err := prepareBatch(b)
 	if err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
-	if err := s.commitBatchChecked(ctx, rows, keep, nil); err != nil {
+	if err := s.commitBatchChecked(ctx, rows, keep, check); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
 	return nil
@@ -287,8 +294,8 @@ func (s *core) Commit(ctx context.Context, b domain.Batch, keep int) error {
 
 // prepareBatch checks b and brings it to the rows commitBatchChecked
 // writes.
-func prepareBatch(b domain.Batch) (*batchRows, error) {
-	sts, err := prepareStates(b.States, now())
+func prepareBatch(b domain.Batch) (*BatchRows, error) {
+	sts, err := prepareStates(b.States, Now())
 	if err != nil {
 		return nil, err
 	}
@@ -301,17 +308,31 @@ func prepareBatch(b domain.Batch) (*batchRows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &batchRows{sts: sts, records: b.Records, events: evs}, nil
+	return &BatchRows{sts: sts, records: b.Records, events: evs}, nil
 }
 
-// batchRows is what one transaction of commitBatchChecked writes.
-type batchRows struct {
+// BatchRows is what one transaction of commitBatchChecked writes: a
+// batch checked and brought to its rows.
+type BatchRows struct {
 	sts     []stateRow
 	records []domain.PollRecord
 	events  []domain.Event
 }
 
-// keepEvents removes from r the events of the sources keep refuses.
-func (r *batchRows) keepEvents(keep func(source string) bool) {
+// EachSource calls f with the source of each state and record of r.
+func (r *BatchRows) EachSource(f func(source string)) {
+	for i := range r.sts {
+		f(r.sts[i].st.Name)
+	}
+	for i := range r.records {
+		f(r.records[i].Source)
+	}
+}
+
+// Keep removes from r the states, records and events of the sources keep
+// refuses (the batch's slices are not modified).
+func (r *BatchRows) Keep(keep func(source string) bool) {
+	r.sts = slices.DeleteFunc(r.sts, func(r stateRow) bool { return !keep(r.st.Name) })
+	r.records = slices.DeleteFunc(slices.Clone(r.records), func(r domain.PollRecord) bool { return !keep(r.Source) })
 	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev domain.Event) bool { return !keep(ev.Source) })
 }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -348,7 +348,7 @@ func (w *writer) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, record
 		if !ok {
 			j = len(tails)
 			index[r.Source] = j
-			tails = append(tails, tailRow{key: skey(r.Source), name: r.Source, keepFrom: -1})
+			tails = append(tails, tailRow{key: Skey(r.Source), name: r.Source, keepFrom: -1})
 		}
 		t := &tails[j]
 		seq := r.Seq
@@ -398,4 +398,45 @@ func (p *packBuf) appendTo(data []byte, r *domain.PollRecord, seq int64) []byte 
 	a := len(p.arena) - len(data)
 	p.arena = appendRecord(p.arena, r, seq)
 	return p.arena[a:len(p.arena):len(p.arena)]
+}
+
+// BlockSize is blockSize, for the conformance suite.
+func BlockSize(keep int) int64 { return blockSize(keep) }
+
+// StoredRecords counts the records of source in its tail and blocks,
+// trimmed or not, and its blocks, through the models: the conformance
+// suite checks with it what a commit leaves stored.
+func (s *Core) StoredRecords(source string) (records, blocks int, err error) {
+	var tails []tailModel
+	var blks []blockModel
+	if err := s.DB.Where("skey = ? AND source = ?", Skey(source), source).Find(&tails).Error; err != nil {
+		return 0, 0, err
+	}
+	if err := s.DB.Where("skey = ? AND source = ?", Skey(source), source).Find(&blks).Error; err != nil {
+		return 0, 0, err
+	}
+	for _, b := range slices.Concat(tailBlobs(tails), blockBlobs(blks)) {
+		recs, err := decodeBlob(source, b)
+		if err != nil {
+			return 0, 0, err
+		}
+		records += len(recs)
+	}
+	return records, len(blks), nil
+}
+
+func tailBlobs(ts []tailModel) [][]byte {
+	out := make([][]byte, len(ts))
+	for i := range ts {
+		out[i] = ts[i].Data
+	}
+	return out
+}
+
+func blockBlobs(bs []blockModel) [][]byte {
+	out := make([][]byte, len(bs))
+	for i := range bs {
+		out[i] = bs[i].Data
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -83,9 +83,15 @@ func scanState(r *sql.Rows) (domain.SourceState, error) {
 //
 // Raw SQL, scanned into SourceState directly: the start-up read of 100,000
 // states (BenchmarkLoadStates, and bench's BenchmarkStartup).
-func (s *core) LoadStates(ctx context.Context) ([]domain.SourceState, error) {
-	q := "SELECT " + stateColumns + " FROM " + tableStates + s.dia.statesOrder()
-	rows, err := s.sql.QueryContext(ctx, q)
+func (s *Core) LoadStates(ctx context.Context) ([]domain.SourceState, error) {
+	return s.QueryStates(ctx, s.dia.StatesOrder())
+}
+
+// QueryStates returns the states of the rows of source_states that rest
+// selects (a WHERE and ORDER BY clause, with its args), through the raw
+// SQL of LoadStates.
+func (s *Core) QueryStates(ctx context.Context, rest string, args ...any) ([]domain.SourceState, error) {
+	rows, err := s.SQL.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" "+rest, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
@@ -111,9 +117,9 @@ func scanStates(rows *sql.Rows, out []domain.SourceState) ([]domain.SourceState,
 
 // GetState returns the stored state of one source; ok is false when the
 // source has none (it was never saved).
-func (s *core) GetState(ctx context.Context, name string) (domain.SourceState, bool, error) {
+func (s *Core) GetState(ctx context.Context, name string) (domain.SourceState, bool, error) {
 	var rows []stateModel
-	err := s.db.WithContext(ctx).Where("skey = ? AND name = ?", skey(name), name).Limit(1).Find(&rows).Error
+	err := s.DB.WithContext(ctx).Where("skey = ? AND name = ?", Skey(name), name).Limit(1).Find(&rows).Error
 	switch {
 	case err != nil:
 		return domain.SourceState{}, false, fmt.Errorf("store: get state %q: %w", name, err)
@@ -125,18 +131,18 @@ func (s *core) GetState(ctx context.Context, name string) (domain.SourceState, b
 
 // History returns up to n poll records of a source, newest (largest Seq)
 // first. n <= 0 returns none.
-func (s *core) History(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
-	return history(s.db.WithContext(ctx), name, n)
+func (s *Core) History(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
+	return history(s.DB.WithContext(ctx), name, n)
 }
 
 // Histories returns History(name, n) of each of names, read over one
 // connection. The status page shows the last polls of 50 sources a page:
 // read one by one, each read waited for SQLite's only connection behind
 // the flusher's commits, 50 waits a page while the sources polled.
-func (s *core) Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
+func (s *Core) Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
 	out := make(map[string][]domain.PollRecord, len(names))
 	var readErr error // a read's error, which names its source
-	err := s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		// A session: each read builds its own statement on the connection
 		// (conn's would gather the conditions of every read).
 		tx := conn.Session(&gorm.Session{})
@@ -166,7 +172,7 @@ func history(db *gorm.DB, name string, n int) ([]domain.PollRecord, error) {
 	fail := func(err error) ([]domain.PollRecord, error) {
 		return nil, fmt.Errorf("store: history of %q: %w", name, err)
 	}
-	key := skey(name)
+	key := Skey(name)
 	var tails []tailModel
 	if err := db.Select("data", "keep_from").Where("skey = ? AND source = ?", key, name).Limit(1).Find(&tails).Error; err != nil {
 		return fail(err)

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/pacer-dev/pacer/domain"
-	"github.com/pacer-dev/pacer/internal/backend"
+	"github.com/pacer-dev/pacer/store/internal/sqlcore"
 )
 
 // The store's part of a cluster (contract section 8, on PostgreSQL only):
@@ -62,19 +62,19 @@ type shardModel struct {
 func (shardModel) TableName() string { return tableShards }
 
 // clusterModels are the tables that only a PostgreSQL store has.
-func clusterModels() []model {
-	return []model{{&memberModel{}, false}, {&shardModel{}, false}, {&memberShardModel{}, false}}
+func clusterModels() []sqlcore.Model {
+	return []sqlcore.Model{{Value: &memberModel{}}, {Value: &shardModel{}}, {Value: &memberShardModel{}}}
 }
 
 // createClusterTables creates, within tx, the cluster's tables that are
 // missing and the rows of every shard.
 func createClusterTables(tx *gorm.DB) error {
 	for _, m := range clusterModels() {
-		if tx.Migrator().HasTable(m.value) {
+		if tx.Migrator().HasTable(m.Value) {
 			continue
 		}
-		if err := tx.Migrator().CreateTable(m.value); err != nil {
-			return fmt.Errorf("create table of %T: %w", m.value, err)
+		if err := tx.Migrator().CreateTable(m.Value); err != nil {
+			return fmt.Errorf("create table of %T: %w", m.Value, err)
 		}
 	}
 	if err := addClusterColumns(tx); err != nil {
@@ -104,14 +104,14 @@ func addClusterColumns(db *gorm.DB) error {
 // Heartbeat records that member m is alive now (the database's clock) with
 // what it shows, forgets members silent for more than 10 leases, and
 // returns the live members, those seen within lease, by name.
-func (s *pgStore) Heartbeat(ctx context.Context, m domain.Member, lease time.Duration) ([]domain.Member, error) {
+func (s *Store) Heartbeat(ctx context.Context, m domain.Member, lease time.Duration) ([]domain.Member, error) {
 	var out []domain.Member
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Exec("INSERT INTO "+tableMembers+" (name, started_at, last_seen_at, config_fingerprint, owned_sources, inflight, clock_offset_ms) "+
 			"VALUES (?, ?, now(), ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET last_seen_at = now(), "+
 			"config_fingerprint = excluded.config_fingerprint, owned_sources = excluded.owned_sources, inflight = excluded.inflight, "+
 			"clock_offset_ms = excluded.clock_offset_ms",
-			m.Name, normTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight, m.ClockOffsetMs).Error
+			m.Name, sqlcore.NormTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight, m.ClockOffsetMs).Error
 		if err != nil {
 			return err
 		}
@@ -132,17 +132,17 @@ func (s *pgStore) Heartbeat(ctx context.Context, m domain.Member, lease time.Dur
 // measures its own clock's offset from it, and schedules on the
 // database's clock, so that the due times members hand over through the
 // store mean the same to all of them (rule 8.1).
-func (s *pgStore) DatabaseNow(ctx context.Context) (time.Time, error) {
+func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
 	var now time.Time
-	if err := s.sql.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+	if err := s.SQL.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
 		return time.Time{}, fmt.Errorf("store: the database's clock: %w", err)
 	}
 	return now, nil
 }
 
 // Members returns the members seen within lease, by name.
-func (s *pgStore) Members(ctx context.Context, lease time.Duration) ([]domain.Member, error) {
-	out, err := liveMembers(s.db.WithContext(ctx), lease)
+func (s *Store) Members(ctx context.Context, lease time.Duration) ([]domain.Member, error) {
+	out, err := liveMembers(s.DB.WithContext(ctx), lease)
 	if err != nil {
 		return nil, fmt.Errorf("store: members: %w", err)
 	}
@@ -157,7 +157,7 @@ func liveMembers(db *gorm.DB, lease time.Duration) ([]domain.Member, error) {
 	}
 	out := make([]domain.Member, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, domain.Member{Name: r.Name, StartedAt: normTime(r.StartedAt), LastSeenAt: normTime(r.LastSeenAt),
+		out = append(out, domain.Member{Name: r.Name, StartedAt: sqlcore.NormTime(r.StartedAt), LastSeenAt: sqlcore.NormTime(r.LastSeenAt),
 			ConfigFingerprint: r.ConfigFingerprint, OwnedSources: int(r.OwnedSources), Inflight: int(r.Inflight),
 			ClockOffsetMs: r.ClockOffsetMs})
 	}
@@ -167,8 +167,8 @@ func liveMembers(db *gorm.DB, lease time.Duration) ([]domain.Member, error) {
 // LeaveCluster removes member from the members and gives up its shards
 // (a member stopped with SIGTERM, once its polls have ended), so that the
 // others claim them at once instead of after their leases.
-func (s *pgStore) LeaveCluster(ctx context.Context, member string) error {
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+func (s *Store) LeaveCluster(ctx context.Context, member string) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("UPDATE "+tableShards+" SET owner = NULL, lease_until = NULL WHERE owner = ?", member).Error; err != nil {
 			return err
 		}
@@ -186,10 +186,10 @@ func (s *pgStore) LeaveCluster(ctx context.Context, member string) error {
 // or their lease expired: the fence is incremented unless the expired
 // lease was this member's own), and returns every
 // claim it holds after that, by shard.
-func (s *pgStore) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]domain.Claim, error) {
+func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]domain.Claim, error) {
 	until := "now() + " + fmt.Sprint(lease.Microseconds()) + " * interval '1 microsecond'"
 	var out []domain.Claim
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Every row the round may change is locked first, in shard order:
 		// a commit's fence check locks its shards in that order too (FOR
 		// SHARE, validShards), and the UPDATEs below would otherwise lock
@@ -260,7 +260,7 @@ func heldClaims(tx *gorm.DB, member string) ([]domain.Claim, error) {
 // name; the rest is committed, in one transaction as SaveBatch. The shards
 // checked stay locked (FOR SHARE) until the commit, so that no claim can
 // take one of them in the middle of it.
-func (s *pgStore) SaveBatchFenced(ctx context.Context, f domain.Fence, states []domain.SourceState, records []domain.PollRecord, keep int) (rejected []string, err error) {
+func (s *Store) SaveBatchFenced(ctx context.Context, f domain.Fence, states []domain.SourceState, records []domain.PollRecord, keep int) (rejected []string, err error) {
 	return s.CommitFenced(ctx, f, domain.Batch{States: states, Records: records}, keep)
 }
 
@@ -268,59 +268,46 @@ func (s *pgStore) SaveBatchFenced(ctx context.Context, f domain.Fence, states []
 // SaveBatchFenced: the events of a source whose shard the member lost are
 // left out with its state, so that no event is committed without the state
 // change that made it.
-func (s *pgStore) CommitFenced(ctx context.Context, f domain.Fence, b domain.Batch, keep int) (rejected []string, err error) {
+func (s *Store) CommitFenced(ctx context.Context, f domain.Fence, b domain.Batch, keep int) (rejected []string, err error) {
 	if b.Empty() {
 		return nil, nil
 	}
-	rows, err := prepareBatch(b)
-	if err != nil {
-		return nil, fmt.Errorf("store: save batch: %w", err)
-	}
-	check := func(ctx context.Context, tx *sql.Tx, r *batchRows) error {
-		valid, err := validShards(ctx, tx, fenceOnly(f, r.sts, r.records))
+	check := func(ctx context.Context, tx *sql.Tx, r *sqlcore.BatchRows) error {
+		valid, err := validShards(ctx, tx, fenceOnly(f, r))
 		if err != nil {
 			return err
 		}
 		lost := map[string]bool{}
-		keepState := func(name string) bool {
+		r.Keep(func(name string) bool {
 			ok := valid[f.ShardOf(name)]
 			if !ok {
 				lost[name] = true
 			}
 			return ok
-		}
-		r.sts = slices.DeleteFunc(r.sts, func(r stateRow) bool { return !keepState(r.st.Name) })
-		r.records = slices.DeleteFunc(slices.Clone(r.records), func(r domain.PollRecord) bool { return !keepState(r.Source) })
-		r.keepEvents(keepState)
+		})
 		for name := range lost {
 			rejected = append(rejected, name)
 		}
 		slices.Sort(rejected)
 		return nil
 	}
-	if err := s.commitBatchChecked(ctx, rows, keep, check); err != nil {
-		return nil, fmt.Errorf("store: save batch: %w", err)
+	if err := s.CommitChecked(ctx, b, keep, check); err != nil {
+		return nil, err
 	}
 	return rejected, nil
 }
 
-// fenceOnly is f restricted to the shards of the sources of sts and records:
-// a commit checks and locks the rows of the shards it writes, not every
-// shard the member holds.
-func fenceOnly(f domain.Fence, sts []stateRow, records []domain.PollRecord) domain.Fence {
+// fenceOnly is f restricted to the shards of the sources of r: a commit
+// checks and locks the rows of the shards it writes, not every shard the
+// member holds.
+func fenceOnly(f domain.Fence, r *sqlcore.BatchRows) domain.Fence {
 	out := domain.Fence{Member: f.Member, Fences: make(map[int]int64), ShardOf: f.ShardOf}
-	add := func(name string) {
+	r.EachSource(func(name string) {
 		sh := f.ShardOf(name)
 		if fe, ok := f.Fences[sh]; ok {
 			out.Fences[sh] = fe
 		}
-	}
-	for _, r := range sts {
-		add(r.st.Name)
-	}
-	for _, r := range records {
-		add(r.Source)
-	}
+	})
 	return out
 }
 
@@ -364,9 +351,9 @@ func validShards(ctx context.Context, tx *sql.Tx, f domain.Fence) (map[int]bool,
 // ShardOwners returns the owner of every shard whose lease holds now (the
 // source object's owner field: the owner of the source's shard; a shard
 // missing from the map has none).
-func (s *pgStore) ShardOwners(ctx context.Context) (map[int]string, error) {
+func (s *Store) ShardOwners(ctx context.Context) (map[int]string, error) {
 	var rows []shardModel
-	if err := s.db.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
+	if err := s.DB.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: shard owners: %w", err)
 	}
 	out := make(map[int]string, len(rows))
@@ -379,28 +366,10 @@ func (s *pgStore) ShardOwners(ctx context.Context) (map[int]string, error) {
 // LoadStatesOf returns the stored states of the sources named (those that
 // have one), in the order of the table: what a member reads of the shards
 // it has just claimed, as their previous owner left them.
-func (s *pgStore) LoadStatesOf(ctx context.Context, names []string) ([]domain.SourceState, error) {
-	out := make([]domain.SourceState, 0, len(names))
+func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]domain.SourceState, error) {
 	keys := make([]int64, len(names))
 	for i, n := range names {
-		keys[i] = skey(n)
+		keys[i] = sqlcore.Skey(n)
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+
-		" WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
-	if err != nil {
-		return nil, fmt.Errorf("store: load states: %w", err)
-	}
-	return scanStates(rows, out)
-}
-
-// AcquireMemberLock is AcquireLock for a member of a cluster: the shared
-// form of the store's advisory lock, which every member holds together and
-// which keeps out a daemon started without a cluster section (and is kept
-// out by one), so that no source is polled by two daemons that do not
-// share the work. A SQLite store has no cluster.
-func AcquireMemberLock(dsn string) (*Lock, error) {
-	if !backend.IsPostgres(dsn) {
-		return nil, ErrNoCluster
-	}
-	return acquirePostgresLockWith(dsn, "pg_try_advisory_lock_shared")
+	return s.QueryStates(ctx, "WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
 }
