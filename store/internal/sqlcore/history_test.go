@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"encoding/hex"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 func intPtr(v int) *int { return &v }
@@ -15,14 +17,14 @@ func intPtr(v int) *int { return &v }
 // whatever their outcome, codes and sizes.
 func TestRecordCodec(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
-	recs := []PollRecord{
-		{StartedAt: at, DurationMs: 12, Outcome: OutcomeSuccess, StatusCode: intPtr(200), Bytes: 3},
-		{StartedAt: at.Add(time.Minute), DurationMs: 30000, Outcome: OutcomeFailure,
+	recs := []domain.PollRecord{
+		{StartedAt: at, DurationMs: 12, Outcome: domain.OutcomeSuccess, StatusCode: intPtr(200), Bytes: 3},
+		{StartedAt: at.Add(time.Minute), DurationMs: 30000, Outcome: domain.OutcomeFailure,
 			Error: "GET https://example.com/status: 502 Bad Gateway", StatusCode: intPtr(502), Bytes: 10 << 20},
-		{StartedAt: at, Outcome: OutcomeThrottled, Error: "429 Too Many Requests", StatusCode: intPtr(429)},
-		{StartedAt: at, Outcome: OutcomeInterrupted, ExitCode: intPtr(-1)},
+		{StartedAt: at, Outcome: domain.OutcomeThrottled, Error: "429 Too Many Requests", StatusCode: intPtr(429)},
+		{StartedAt: at, Outcome: domain.OutcomeInterrupted, ExitCode: intPtr(-1)},
 		{StartedAt: at, Outcome: "something-new", Error: strings.Repeat("é", 3000), ExitCode: intPtr(255), StatusCode: intPtr(0)},
-		{Outcome: OutcomeSuccess, DurationMs: -5, Bytes: -1}, // zero time, odd values
+		{Outcome: domain.OutcomeSuccess, DurationMs: -5, Bytes: -1}, // zero time, odd values
 	}
 	var blob []byte
 	for i := range recs {
@@ -71,7 +73,7 @@ func TestRecordCodec(t *testing.T) {
 // FuzzDecodeBlob: no blob makes decoding panic, and a blob that decodes
 // re-encodes to records that decode the same.
 func FuzzDecodeBlob(f *testing.F) {
-	r := PollRecord{StartedAt: time.Unix(1_800_000_000, 0), Outcome: OutcomeFailure, Error: "x", StatusCode: intPtr(500)}
+	r := domain.PollRecord{StartedAt: time.Unix(1_800_000_000, 0), Outcome: domain.OutcomeFailure, Error: "x", StatusCode: intPtr(500)}
 	f.Add(appendRecord(nil, &r, 7))
 	f.Add([]byte{})
 	f.Add([]byte{0x02, 0x80})

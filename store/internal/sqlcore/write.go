@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The write path of SaveBatch is plain SQL through prepared statements:
@@ -48,8 +50,6 @@ const (
 // syntax of the database: "?" for SQLite, "$i" for PostgreSQL.
 type bindFunc func(i int) string
 
-func sqliteBind(int) string { return "?" }
-
 // writer holds the statements of SaveBatch, prepared once per store.
 type writer struct {
 	states [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
@@ -69,10 +69,11 @@ type writer struct {
 }
 
 // prepareWriter prepares the statements of SaveBatch on db (raw SQL:
-// BenchmarkStoreMinuteLoad, BenchmarkCommitRate). It must run
-// outside any transaction: the store has a single connection.
-func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) {
+// BenchmarkStoreMinuteLoad, BenchmarkCommitRate), in the SQL of d. It must
+// run outside any transaction: a SQLite store has a single connection.
+func prepareWriter(db *sql.DB, d Dialect) (w *writer, err error) {
 	w = &writer{}
+	bind := d.Bind
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.close())
@@ -93,7 +94,7 @@ func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) 
 	upsert := " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 	// A tail grows by the records of the batch; last_seq and keep_from
 	// only move forward.
-	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + d.blobConcat(tableTail+".data", "excluded.data") + ", " +
+	tailUpsert := " ON CONFLICT (skey, source) DO UPDATE SET data = " + d.BlobConcat(tableTail+".data", "excluded.data") + ", " +
 		"last_seq = CASE WHEN excluded.last_seq > " + tableTail + ".last_seq THEN excluded.last_seq ELSE " + tableTail + ".last_seq END, " +
 		"keep_from = CASE WHEN excluded.keep_from > " + tableTail + ".keep_from THEN excluded.keep_from ELSE " + tableTail + ".keep_from END"
 	for k := range rowSizes {
@@ -110,7 +111,7 @@ func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) 
 	}
 	if w.seal, err = prep("INSERT INTO " + tableBlocks + " (" + blockColumns + ") SELECT " + blockColumns + " FROM " +
 		tableTail + where + " AND length(data) > 0 ON CONFLICT (skey, source, last_seq) DO UPDATE SET data = " +
-		d.blobConcat(tableBlocks+".data", "excluded.data")); err != nil {
+		d.BlobConcat(tableBlocks+".data", "excluded.data")); err != nil {
 		return w, err
 	}
 	// SQLite numbers "?" in order of appearance: the new data comes first
@@ -126,16 +127,6 @@ func prepareWriter(db *sql.DB, bind bindFunc, d dialect) (w *writer, err error) 
 	w.trim, err = prep("DELETE FROM " + tableBlocks + where + " AND last_seq < (SELECT keep_from FROM " + tableTail +
 		" WHERE skey = " + bind(3) + " AND source = " + bind(4) + ")")
 	return w, err
-}
-
-// blobConcat writes the SQL that concatenates the blobs a and b. SQLite's
-// || yields TEXT, whose length() stops at a NUL byte: it is cast back to
-// BLOB. PostgreSQL's || of two bytea is a bytea.
-func (d dialect) blobConcat(a, b string) string {
-	if d == dialectPostgres {
-		return a + " || " + b
-	}
-	return "CAST(" + a + " || " + b + " AS BLOB)"
 }
 
 // insertSQL writes an INSERT of rows rows into table.
@@ -256,8 +247,8 @@ func checkColumns(db *gorm.DB) error {
 // commit time. When a name occurs more than once in states, the last
 // occurrence wins. It fails, committing nothing, while the database file is
 // no longer the one opened (see guard).
-func (s *Store) SaveBatch(ctx context.Context, states []SourceState, records []PollRecord, keep int) error {
-	return s.Commit(ctx, Batch{States: states, Records: records}, keep)
+func (s *Core) SaveBatch(ctx context.Context, states []domain.SourceState, records []domain.PollRecord, keep int) error {
+	return s.Commit(ctx, domain.Batch{States: states, Records: records}, keep)
 }
 
 // tailRow is what one batch appends to a source's tail.
@@ -271,10 +262,10 @@ type tailRow struct {
 	seal     bool   // a Seq of the batch is a multiple of the block size
 }
 
-// batchCheck, run first in a batch's transaction, returns the rows of the
+// Check, run first in a batch's transaction, returns the rows of the
 // batch that may be written (SaveBatchFenced: those of the shards whose
 // claim still holds).
-type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
+type Check func(ctx context.Context, tx *sql.Tx, rows *BatchRows) error
 
 // commitBatchChecked writes the states, records and events of b in one
 // transaction, after check (nil: every row is written).
@@ -288,13 +279,13 @@ type batchCheck func(ctx context.Context, tx *sql.Tx, rows *batchRows) error
 // one that waits for another process's write lock waits at most the busy
 // timeout. PostgreSQL's driver watches the context without a goroutine per
 // statement: there ctx is passed on as it is.
-func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, check batchCheck) (err error) {
+func (s *Core) commitBatchChecked(ctx context.Context, b *BatchRows, keep int, check Check) (err error) {
 	live := ctx
-	ctx = s.stmtContext(ctx)
+	ctx = s.dia.StmtContext(ctx)
 	if err := live.Err(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -311,7 +302,7 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 		}
 	}
 	sts, records := b.sts, b.records
-	if err := s.insertEvents(ctx, tx, b.events); err != nil {
+	if err := insertEvents(ctx, tx, s.dia, b.events); err != nil {
 		return err
 	}
 	if err := s.w.execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
@@ -325,20 +316,29 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 	if err := live.Err(); err != nil {
 		return fmt.Errorf("append records: %w", err)
 	}
+	if err := s.w.appendRecords(ctx, tx, records, keep); err != nil {
+		return err
+	}
+	return commitLive(live, tx)
+}
 
-	pack := s.w.getPack()
-	defer s.w.putPack(pack)
-	tails, err := s.packRecords(ctx, tx, pack, records, keep)
+// appendRecords appends records to their sources' tails within tx, moves
+// the tails that reached a block's end to blocks, and trims the blocks
+// older than each source's newest keep records.
+func (w *writer) appendRecords(ctx context.Context, tx *sql.Tx, records []domain.PollRecord, keep int) error {
+	pack := w.getPack()
+	defer w.putPack(pack)
+	tails, err := w.packRecords(ctx, tx, pack, records, keep)
 	if err != nil {
 		return err
 	}
-	if err := s.w.execRows(ctx, tx, &s.w.tails, len(tails), func(i int, dst []any) []any {
+	if err := w.execRows(ctx, tx, &w.tails, len(tails), func(i int, dst []any) []any {
 		t := &tails[i]
 		return append(dst, t.key, t.name, t.data, t.last, t.keepFrom)
 	}); err != nil {
 		return fmt.Errorf("append records: %w", err)
 	}
-	seal, clear, trim := tx.StmtContext(ctx, s.w.seal), tx.StmtContext(ctx, s.w.clear), tx.StmtContext(ctx, s.w.trim)
+	seal, clear, trim := tx.StmtContext(ctx, w.seal), tx.StmtContext(ctx, w.clear), tx.StmtContext(ctx, w.trim)
 	for i := range tails {
 		t := &tails[i]
 		if !t.seal {
@@ -354,17 +354,7 @@ func (s *Store) commitBatchChecked(ctx context.Context, b *batchRows, keep int, 
 			return fmt.Errorf("history of %q: trim: %w", t.name, err)
 		}
 	}
-	return commitLive(live, tx)
-}
-
-// stmtContext is the context the statements of the write path run under:
-// on SQLite ctx without its cancellation (see commitBatchChecked), on
-// PostgreSQL ctx.
-func (s *Store) stmtContext(ctx context.Context) context.Context {
-	if s.dialect == dialectSQLite {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
+	return nil
 }
 
 // commitLive commits tx unless live is done (the caller then rolls back).
@@ -384,7 +374,7 @@ func commitLive(live context.Context, tx *sql.Tx) error {
 type stateRow struct {
 	key     int64
 	updated int64 // micros of the commit time
-	st      *SourceState
+	st      *domain.SourceState
 }
 
 // prepareStates returns the rows to write, one per name (the last one wins:
@@ -393,7 +383,7 @@ type stateRow struct {
 // stored as microseconds since the epoch, whatever their zone. The rows
 // point into in. Duplicates are found by the sort (stable, so that the
 // last of equal names is the one kept) rather than a map of the names.
-func prepareStates(in []SourceState, ts time.Time) ([]stateRow, error) {
+func prepareStates(in []domain.SourceState, ts time.Time) ([]stateRow, error) {
 	out := make([]stateRow, len(in))
 	updated := micros(ts)
 	for i := range in {
@@ -401,7 +391,7 @@ func prepareStates(in []SourceState, ts time.Time) ([]stateRow, error) {
 		if st.Name == "" {
 			return nil, fmt.Errorf("state #%d has no name", i)
 		}
-		out[i] = stateRow{key: skey(st.Name), updated: updated, st: st}
+		out[i] = stateRow{key: Skey(st.Name), updated: updated, st: st}
 	}
 	slices.SortStableFunc(out, func(a, b stateRow) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {

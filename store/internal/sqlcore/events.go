@@ -1,14 +1,14 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The outbox of notifications (contract 10.2): an event is inserted in the
@@ -24,29 +24,6 @@ const tableEvents = "events"
 // eventColumns lists the columns an insert writes (seq is the database's).
 const eventColumns = "id, source, event, state, previous_state, reason, consecutive_failures, at, attempts, " +
 	"next_attempt_at, claimed_by, claim_until"
-
-// Event is one notification waiting in the outbox.
-type Event struct {
-	// Seq orders the events (assigned by the database at insert).
-	Seq int64
-	// ID is unique per event (32 hex digits; NewEventID), for receivers
-	// to drop duplicates. Commit sets one when empty.
-	ID                  string
-	Source              string
-	Event               string // error | open | recovered
-	State               string
-	PreviousState       string
-	Reason              string
-	ConsecutiveFailures int
-	At                  time.Time
-	// Attempts counts the failed deliveries so far.
-	Attempts int
-	// NextAttemptAt is when it may be claimed again after a failure.
-	NextAttemptAt time.Time
-	// ClaimedBy and ClaimUntil hold the claim of a sender.
-	ClaimedBy  string
-	ClaimUntil time.Time
-}
 
 // eventModel is a row of events. Times are microseconds since the epoch; a
 // zero next_attempt_at or claim_until means none.
@@ -69,50 +46,30 @@ type eventModel struct {
 // TableName pins the table of eventModel.
 func (eventModel) TableName() string { return tableEvents }
 
-// NewEventID returns a random 128-bit id in hex.
-func NewEventID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
-}
-
-// Batch is what one Commit writes in one transaction.
-type Batch struct {
-	States  []SourceState
-	Records []PollRecord
-	// Events go to the outbox; each must name a source.
-	Events []Event
-}
-
-// empty reports whether the batch writes nothing.
-func (b *Batch) empty() bool {
-	return len(b.States) == 0 && len(b.Records) == 0 && len(b.Events) == 0
-}
-
 // prepareEvents checks the events of a batch and gives each an id.
-func prepareEvents(in []Event) ([]Event, error) {
+func prepareEvents(in []domain.Event) ([]domain.Event, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	out := make([]Event, len(in))
+	out := make([]domain.Event, len(in))
 	for i, ev := range in {
 		if ev.Source == "" || ev.Event == "" {
 			return nil, fmt.Errorf("event #%d has no source or no event name", i)
 		}
 		if ev.ID == "" {
-			ev.ID = NewEventID()
+			ev.ID = domain.NewEventID()
 		}
 		out[i] = ev
 	}
 	return out, nil
 }
 
-// insertEvents writes events within tx.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, events []Event) error {
+// insertEvents writes events within tx, in the SQL of d.
+func insertEvents(ctx context.Context, tx *sql.Tx, d Dialect, events []domain.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	q := insertSQL(tableEvents, eventColumns, 1, s.bind)
+	q := insertSQL(tableEvents, eventColumns, 1, d.Bind)
 	for i := range events {
 		ev := &events[i]
 		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,
@@ -140,14 +97,6 @@ func fromZeroMicros(us int64) time.Time {
 	return fromMicros(us)
 }
 
-// EventClaim asks ClaimEvents for up to Limit events due at Now, claimed by
-// Member until Until.
-type EventClaim struct {
-	Member     string
-	Now, Until time.Time
-	Limit      int
-}
-
 // eventSelect is the columns ClaimEvents returns, in the order it scans them.
 const eventSelect = "seq, " + eventColumns
 
@@ -156,32 +105,29 @@ const eventSelect = "seq, " + eventColumns
 // nobody's claim on it holds at c.Now. On PostgreSQL the rows another
 // claimer is taking are skipped (FOR UPDATE SKIP LOCKED). The events are
 // returned oldest first.
-func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) {
+func (s *Core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.Event, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	if err := s.guard.check(); err != nil {
+	if err := checkGuard(s.Guard); err != nil {
 		// The events of a deleted file are not the store's any more.
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	now, until := micros(c.Now), micros(c.Until)
-	lock := ""
-	if s.dialect == dialectPostgres {
-		lock = " FOR UPDATE OF e SKIP LOCKED"
-	}
-	b := s.bind
+	lock := s.dia.ClaimLock()
+	b := s.dia.Bind
 	q := "UPDATE " + tableEvents + " SET claimed_by = " + b(1) + ", claim_until = " + b(2) +
 		" WHERE seq IN (SELECT e.seq FROM " + tableEvents + " e WHERE e.seq = (SELECT min(x.seq) FROM " + tableEvents +
 		" x WHERE x.source = e.source) AND e.claim_until < " + b(3) + " AND e.next_attempt_at <= " + b(4) +
 		" ORDER BY e.seq LIMIT " + b(5) + lock + ") AND claim_until < " + b(6) + " RETURNING " + eventSelect
-	rows, err := s.sql.QueryContext(ctx, q, c.Member, until, now, now, c.Limit, now)
+	rows, err := s.SQL.QueryContext(ctx, q, c.Member, until, now, now, c.Limit, now)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim events: %w", err)
 	}
 	defer rows.Close()
-	var out []Event
+	var out []domain.Event
 	for rows.Next() {
-		var ev Event
+		var ev domain.Event
 		var at, next, claim int64
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.State, &ev.PreviousState, &ev.Reason,
 			&ev.ConsecutiveFailures, &at, &ev.Attempts, &next, &ev.ClaimedBy, &claim); err != nil {
@@ -198,14 +144,14 @@ func (s *Store) ClaimEvents(ctx context.Context, c EventClaim) ([]Event, error) 
 }
 
 // sortEvents orders events by Seq (RETURNING gives no order).
-func sortEvents(evs []Event) {
-	slices.SortFunc(evs, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+func sortEvents(evs []domain.Event) {
+	slices.SortFunc(evs, func(a, b domain.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // EventSent removes a delivered event from the outbox. An event already
 // gone (dropped meanwhile) is not an error.
-func (s *Store) EventSent(ctx context.Context, id string) error {
-	if _, err := s.sql.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.bind(1), id); err != nil {
+func (s *Core) EventSent(ctx context.Context, id string) error {
+	if _, err := s.SQL.ExecContext(ctx, "DELETE FROM "+tableEvents+" WHERE id = "+s.dia.Bind(1), id); err != nil {
 		return fmt.Errorf("store: event %s sent: %w", id, err)
 	}
 	return nil
@@ -213,9 +159,9 @@ func (s *Store) EventSent(ctx context.Context, id string) error {
 
 // EventFailed records a failed delivery: one more attempt, claimable again
 // from next on, its claim given back.
-func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) error {
-	b := s.bind
-	if _, err := s.sql.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
+func (s *Core) EventFailed(ctx context.Context, id string, next time.Time) error {
+	b := s.dia.Bind
+	if _, err := s.SQL.ExecContext(ctx, "UPDATE "+tableEvents+" SET attempts = attempts + 1, next_attempt_at = "+b(1)+
 		", claimed_by = '', claim_until = 0 WHERE id = "+b(2), micros(next), id); err != nil {
 		return fmt.Errorf("store: event %s failed: %w", id, err)
 	}
@@ -228,8 +174,8 @@ func (s *Store) EventFailed(ctx context.Context, id string, next time.Time) erro
 // given back (a daemon alone on its store calls it at start: a claim left
 // then is a killed daemon's, and would hold its event for the claim's
 // length). It returns how many events it changed.
-func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
-	b := s.bind
+func (s *Core) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error) {
+	b := s.dia.Bind
 	q := "UPDATE " + tableEvents + " SET next_attempt_at = " + b(1) + " WHERE next_attempt_at > " + b(2)
 	args := []any{micros(now), micros(now)}
 	if releaseClaims {
@@ -237,7 +183,7 @@ func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims
 			" ELSE next_attempt_at END, claimed_by = '', claim_until = 0 WHERE next_attempt_at > " + b(3) + " OR claim_until > 0"
 		args = []any{micros(now), micros(now), micros(now)}
 	}
-	res, err := s.sql.ExecContext(ctx, q, args...)
+	res, err := s.SQL.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("store: retry events now: %w", err)
 	}
@@ -250,9 +196,9 @@ func (s *Store) RetryEventsNow(ctx context.Context, now time.Time, releaseClaims
 
 // DropEvents deletes the events made before before whose claim does not
 // hold at now, and returns them (for the sender's log line and count).
-func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event, error) {
-	b := s.bind
-	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
+func (s *Core) DropEvents(ctx context.Context, before, now time.Time) ([]domain.Event, error) {
+	b := s.dia.Bind
+	rows, err := s.SQL.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE at < "+b(1)+" AND claim_until < "+b(2)+
 		" RETURNING seq, id, source, event, attempts", micros(before), micros(now))
 	if err != nil {
 		return nil, fmt.Errorf("store: drop events: %w", err)
@@ -270,14 +216,14 @@ func (s *Store) DropEvents(ctx context.Context, before, now time.Time) ([]Event,
 // at now (in delivery: deleting it would let the source's next event go
 // before it ends). It returns the deleted events, oldest first (for the
 // sender's log line and count). What is kept stays in order.
-func (s *Store) TrimEvents(ctx context.Context, keep int, now time.Time) ([]Event, error) {
+func (s *Core) TrimEvents(ctx context.Context, keep int, now time.Time) ([]domain.Event, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("store: trim events: keep %d < 0", keep)
 	}
-	b := s.bind
+	b := s.dia.Bind
 	// ROW_NUMBER counts every event, the claimed one included: a source
 	// keeps at most keep events, plus the one in delivery when it is older.
-	rows, err := s.sql.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
+	rows, err := s.SQL.QueryContext(ctx, "DELETE FROM "+tableEvents+" WHERE seq IN (SELECT r.seq FROM (SELECT seq, claim_until, "+
 		"ROW_NUMBER() OVER (PARTITION BY source ORDER BY seq DESC) AS rn FROM "+tableEvents+") r WHERE r.rn > "+b(1)+
 		" AND r.claim_until < "+b(2)+") AND claim_until < "+b(3)+" RETURNING seq, id, source, event, attempts",
 		keep, micros(now), micros(now))
@@ -294,10 +240,10 @@ func (s *Store) TrimEvents(ctx context.Context, keep int, now time.Time) ([]Even
 
 // scanDeleted reads the rows of a DELETE ... RETURNING seq, id, source,
 // event, attempts, ordered by seq.
-func scanDeleted(rows *sql.Rows) ([]Event, error) {
-	var out []Event
+func scanDeleted(rows *sql.Rows) ([]domain.Event, error) {
+	var out []domain.Event
 	for rows.Next() {
-		var ev Event
+		var ev domain.Event
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.Attempts); err != nil {
 			return nil, err
 		}
@@ -311,9 +257,9 @@ func scanDeleted(rows *sql.Rows) ([]Event, error) {
 }
 
 // PendingEvents counts the events in the outbox.
-func (s *Store) PendingEvents(ctx context.Context) (int, error) {
+func (s *Core) PendingEvents(ctx context.Context) (int, error) {
 	var n int
-	if err := s.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
+	if err := s.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+tableEvents).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: pending events: %w", err)
 	}
 	return n, nil
@@ -322,18 +268,25 @@ func (s *Store) PendingEvents(ctx context.Context) (int, error) {
 // Commit writes b in one transaction: its states and records as SaveBatch
 // does, and its events into the outbox. Either all of it is committed or
 // none of it.
-func (s *Store) Commit(ctx context.Context, b Batch, keep int) error {
-	if b.empty() {
+func (s *Core) Commit(ctx context.Context, b domain.Batch, keep int) error {
+	if b.Empty() {
 		return nil
 	}
-	if err := s.guard.check(); err != nil {
+	if err := checkGuard(s.Guard); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
+	return s.CommitChecked(ctx, b, keep, nil)
+}
+
+// CommitChecked writes b as Commit does, after check, run first in its
+// transaction, took out the rows that may not be written (nil: every row
+// is written). The fenced commit of a cluster's member is one.
+func (s *Core) CommitChecked(ctx context.Context, b domain.Batch, keep int, check Check) error {
 	rows, err := prepareBatch(b)
 	if err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
-	if err := s.commitBatchChecked(ctx, rows, keep, nil); err != nil {
+	if err := s.commitBatchChecked(ctx, rows, keep, check); err != nil {
 		return fmt.Errorf("store: save batch: %w", err)
 	}
 	return nil
@@ -341,8 +294,8 @@ func (s *Store) Commit(ctx context.Context, b Batch, keep int) error {
 
 // prepareBatch checks b and brings it to the rows commitBatchChecked
 // writes.
-func prepareBatch(b Batch) (*batchRows, error) {
-	sts, err := prepareStates(b.States, now())
+func prepareBatch(b domain.Batch) (*BatchRows, error) {
+	sts, err := prepareStates(b.States, Now())
 	if err != nil {
 		return nil, err
 	}
@@ -355,17 +308,31 @@ func prepareBatch(b Batch) (*batchRows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &batchRows{sts: sts, records: b.Records, events: evs}, nil
+	return &BatchRows{sts: sts, records: b.Records, events: evs}, nil
 }
 
-// batchRows is what one transaction of commitBatchChecked writes.
-type batchRows struct {
+// BatchRows is what one transaction of commitBatchChecked writes: a
+// batch checked and brought to its rows.
+type BatchRows struct {
 	sts     []stateRow
-	records []PollRecord
-	events  []Event
+	records []domain.PollRecord
+	events  []domain.Event
 }
 
-// keepEvents removes from r the events of the sources keep refuses.
-func (r *batchRows) keepEvents(keep func(source string) bool) {
-	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev Event) bool { return !keep(ev.Source) })
+// EachSource calls f with the source of each state and record of r.
+func (r *BatchRows) EachSource(f func(source string)) {
+	for i := range r.sts {
+		f(r.sts[i].st.Name)
+	}
+	for i := range r.records {
+		f(r.records[i].Source)
+	}
+}
+
+// Keep removes from r the states, records and events of the sources keep
+// refuses (the batch's slices are not modified).
+func (r *BatchRows) Keep(keep func(source string) bool) {
+	r.sts = slices.DeleteFunc(r.sts, func(r stateRow) bool { return !keep(r.st.Name) })
+	r.records = slices.DeleteFunc(slices.Clone(r.records), func(r domain.PollRecord) bool { return !keep(r.Source) })
+	r.events = slices.DeleteFunc(slices.Clone(r.events), func(ev domain.Event) bool { return !keep(ev.Source) })
 }

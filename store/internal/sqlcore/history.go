@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Poll history is stored in blocks of records packed into a blob, not one
@@ -53,13 +55,13 @@ func blockSize(keep int) int64 {
 // followed by the outcome's text.
 func outcomeCode(o string) byte {
 	switch o {
-	case OutcomeSuccess:
+	case domain.OutcomeSuccess:
 		return 1
-	case OutcomeFailure:
+	case domain.OutcomeFailure:
 		return 2
-	case OutcomeThrottled:
+	case domain.OutcomeThrottled:
 		return 3
-	case OutcomeInterrupted:
+	case domain.OutcomeInterrupted:
 		return 4
 	}
 	return 0
@@ -69,13 +71,13 @@ func outcomeCode(o string) byte {
 func outcomeOf(code byte) (o string, ok bool) {
 	switch code {
 	case 1:
-		return OutcomeSuccess, true
+		return domain.OutcomeSuccess, true
 	case 2:
-		return OutcomeFailure, true
+		return domain.OutcomeFailure, true
 	case 3:
-		return OutcomeThrottled, true
+		return domain.OutcomeThrottled, true
 	case 4:
-		return OutcomeInterrupted, true
+		return domain.OutcomeInterrupted, true
 	}
 	return "", false
 }
@@ -111,7 +113,7 @@ const (
 // appendRecord appends r, packed, to b: the version byte, then Seq, start
 // (µs), duration, outcome, error, status and exit codes when present,
 // bytes. The source is not stored: it is the row's.
-func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
+func appendRecord(b []byte, r *domain.PollRecord, seq int64) []byte {
 	b = append(b, recordV3)
 	b = binary.AppendVarint(b, seq)
 	b = binary.AppendVarint(b, micros(r.StartedAt))
@@ -141,7 +143,7 @@ func appendRecord(b []byte, r *PollRecord, seq int64) []byte {
 }
 
 // appendResult appends a version-3 record's change flags and digest.
-func appendResult(b []byte, r *PollRecord) []byte {
+func appendResult(b []byte, r *domain.PollRecord) []byte {
 	var flags byte
 	if r.Changed {
 		flags |= resultChanged
@@ -218,7 +220,7 @@ func (d *recordReader) fail() {
 
 // next decodes the next record of source; ok is false at the end of the
 // blob or on an error (then d.err is set).
-func (d *recordReader) next(source string) (r PollRecord, ok bool) {
+func (d *recordReader) next(source string) (r domain.PollRecord, ok bool) {
 	if len(d.b) == 0 || d.err != nil {
 		return r, false
 	}
@@ -262,7 +264,7 @@ func (d *recordReader) next(source string) (r PollRecord, ok bool) {
 }
 
 // result decodes a version-3 record's change flags and digest into r.
-func (d *recordReader) result(r *PollRecord) {
+func (d *recordReader) result(r *domain.PollRecord) {
 	flags := d.byte()
 	r.Changed = flags&resultChanged != 0
 	switch {
@@ -280,9 +282,9 @@ func (d *recordReader) result(r *PollRecord) {
 
 // decodeBlob returns the records packed in b, in the order they were
 // appended.
-func decodeBlob(source string, b []byte) ([]PollRecord, error) {
+func decodeBlob(source string, b []byte) ([]domain.PollRecord, error) {
 	d := recordReader{b: b}
-	var out []PollRecord
+	var out []domain.PollRecord
 	for {
 		r, ok := d.next(source)
 		if !ok {
@@ -335,7 +337,7 @@ func (w *writer) putPack(p *packBuf) {
 // packRecords groups records by source, numbers those without a Seq after
 // the source's newest (read once per source, within tx), and returns one
 // tail row per source in the order of the table, built in p.
-func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records []PollRecord, keep int) ([]tailRow, error) {
+func (w *writer) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records []domain.PollRecord, keep int) ([]tailRow, error) {
 	tails := slices.Grow(p.tails[:0], len(records))
 	index := p.index
 	block := blockSize(keep)
@@ -346,14 +348,14 @@ func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records
 		if !ok {
 			j = len(tails)
 			index[r.Source] = j
-			tails = append(tails, tailRow{key: skey(r.Source), name: r.Source, keepFrom: -1})
+			tails = append(tails, tailRow{key: Skey(r.Source), name: r.Source, keepFrom: -1})
 		}
 		t := &tails[j]
 		seq := r.Seq
 		if seq <= 0 {
 			if !t.read {
 				if lastSeq == nil {
-					lastSeq = tx.StmtContext(ctx, s.w.lastSeq)
+					lastSeq = tx.StmtContext(ctx, w.lastSeq)
 				}
 				var stored int64
 				if err := lastSeq.QueryRowContext(ctx, t.key, t.name).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -389,11 +391,52 @@ func (s *Store) packRecords(ctx context.Context, tx *sql.Tx, p *packBuf, records
 // arena; otherwise data is copied out of it (its capacity ends at its
 // length, so an append never writes over a neighbour's bytes). A slice
 // keeps the arena's old array alive when the arena grows.
-func (p *packBuf) appendTo(data []byte, r *PollRecord, seq int64) []byte {
+func (p *packBuf) appendTo(data []byte, r *domain.PollRecord, seq int64) []byte {
 	if len(data) > 0 && (len(p.arena) == 0 || &data[len(data)-1] != &p.arena[len(p.arena)-1]) {
 		return appendRecord(data, r, seq)
 	}
 	a := len(p.arena) - len(data)
 	p.arena = appendRecord(p.arena, r, seq)
 	return p.arena[a:len(p.arena):len(p.arena)]
+}
+
+// BlockSize is blockSize, for the conformance suite.
+func BlockSize(keep int) int64 { return blockSize(keep) }
+
+// StoredRecords counts the records of source in its tail and blocks,
+// trimmed or not, and its blocks, through the models: the conformance
+// suite checks with it what a commit leaves stored.
+func (s *Core) StoredRecords(source string) (records, blocks int, err error) {
+	var tails []tailModel
+	var blks []blockModel
+	if err := s.DB.Where("skey = ? AND source = ?", Skey(source), source).Find(&tails).Error; err != nil {
+		return 0, 0, err
+	}
+	if err := s.DB.Where("skey = ? AND source = ?", Skey(source), source).Find(&blks).Error; err != nil {
+		return 0, 0, err
+	}
+	for _, b := range slices.Concat(tailBlobs(tails), blockBlobs(blks)) {
+		recs, err := decodeBlob(source, b)
+		if err != nil {
+			return 0, 0, err
+		}
+		records += len(recs)
+	}
+	return records, len(blks), nil
+}
+
+func tailBlobs(ts []tailModel) [][]byte {
+	out := make([][]byte, len(ts))
+	for i := range ts {
+		out[i] = ts[i].Data
+	}
+	return out
+}
+
+func blockBlobs(bs []blockModel) [][]byte {
+	out := make([][]byte, len(bs))
+	for i := range bs {
+		out[i] = bs[i].Data
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"encoding/hex"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The tests of this file pin what is on disk, so that a change to the
@@ -14,14 +16,14 @@ import (
 
 // goldenRecords are the records whose packed form the golden blobs hold,
 // numbered 1 to 5: every known outcome, an unknown one, both codes.
-func goldenRecords() []PollRecord {
+func goldenRecords() []domain.PollRecord {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
-	return []PollRecord{
-		{StartedAt: at, DurationMs: 12, Outcome: OutcomeSuccess, StatusCode: intPtr(200), Bytes: 3},
-		{StartedAt: at.Add(time.Minute), DurationMs: 30000, Outcome: OutcomeFailure, Error: "502 Bad Gateway",
+	return []domain.PollRecord{
+		{StartedAt: at, DurationMs: 12, Outcome: domain.OutcomeSuccess, StatusCode: intPtr(200), Bytes: 3},
+		{StartedAt: at.Add(time.Minute), DurationMs: 30000, Outcome: domain.OutcomeFailure, Error: "502 Bad Gateway",
 			StatusCode: intPtr(502), Bytes: 10},
-		{StartedAt: at.Add(2 * time.Minute), DurationMs: 1, Outcome: OutcomeThrottled, Error: "429", StatusCode: intPtr(429)},
-		{StartedAt: at.Add(3 * time.Minute), DurationMs: 5, Outcome: OutcomeInterrupted, ExitCode: intPtr(-1)},
+		{StartedAt: at.Add(2 * time.Minute), DurationMs: 1, Outcome: domain.OutcomeThrottled, Error: "429", StatusCode: intPtr(429)},
+		{StartedAt: at.Add(3 * time.Minute), DurationMs: 5, Outcome: domain.OutcomeInterrupted, ExitCode: intPtr(-1)},
 		{StartedAt: at.Add(4 * time.Minute), Outcome: "new", ExitCode: intPtr(0), StatusCode: intPtr(0), Bytes: 64},
 	}
 }
@@ -29,7 +31,7 @@ func goldenRecords() []PollRecord {
 // goldenResults are goldenRecords with the fields of version 3: a changed
 // result with a SHA-256 digest (of "abc"), an unchanged one with the same
 // digest, and a digest that is not 32 bytes of hex (kept as text).
-func goldenResults() []PollRecord {
+func goldenResults() []domain.PollRecord {
 	recs := goldenRecords()
 	const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 	recs[0].Changed, recs[0].Digest = true, abc
@@ -58,7 +60,7 @@ const goldenV1 = "010280c9ade3a4dfb00618010001900306010480e5c99ca5dfb006e0d40302
 const goldenLegacy = "0280c9ade3a4dfb006180100019003060480e5c99ca5dfb006e0d403020f35303220426164204761746577617901" +
 	"ec0714068081e6d5a5dfb00602030334323901da060008809d828fa6dfb0060a04000201000a80b99ec8a6dfb0060000036e6577000300008001"
 
-func wantGolden(source string) []PollRecord {
+func wantGolden(source string) []domain.PollRecord {
 	recs := goldenRecords()
 	for i := range recs {
 		recs[i].Source, recs[i].Seq = source, int64(i+1)
@@ -141,7 +143,7 @@ func TestOutcomeCodes(t *testing.T) {
 		outcome string
 		code    byte
 	}{
-		{OutcomeSuccess, 1}, {OutcomeFailure, 2}, {OutcomeThrottled, 3}, {OutcomeInterrupted, 4},
+		{domain.OutcomeSuccess, 1}, {domain.OutcomeFailure, 2}, {domain.OutcomeThrottled, 3}, {domain.OutcomeInterrupted, 4},
 		{"", 0}, {"skipped", 0},
 	} {
 		if got := outcomeCode(c.outcome); got != c.code {
@@ -175,11 +177,11 @@ func TestNameHashGolden(t *testing.T) {
 		{"src-000000", 0x71d15b93304599ae, -0x0e2ea46ccfba6652},
 		{"é", 0x9d55ccb9ba86763b, 0x1d55ccb9ba86763b},
 	} {
-		if got := NameHash(c.name); got != c.hash {
-			t.Errorf("NameHash(%q) = %#016x, want %#016x", c.name, got, c.hash)
+		if got := domain.NameHash(c.name); got != c.hash {
+			t.Errorf("domain.NameHash(%q) = %#016x, want %#016x", c.name, got, c.hash)
 		}
-		if got := skey(c.name); got != c.key {
-			t.Errorf("skey(%q) = %d, want %d", c.name, got, c.key)
+		if got := Skey(c.name); got != c.key {
+			t.Errorf("Skey(%q) = %d, want %d", c.name, got, c.key)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Times of states and records are stored as integers, microseconds since
@@ -52,8 +54,8 @@ func fromNullMicros(us sql.NullInt64) *time.Time {
 }
 
 // scanState reads one row of stateColumns.
-func scanState(r *sql.Rows) (SourceState, error) {
-	var st SourceState
+func scanState(r *sql.Rows) (domain.SourceState, error) {
+	var st domain.SourceState
 	var next, last, success, until, lastErr, changed, changes sql.NullInt64
 	var etag, modified, digest sql.NullString
 	var incident sql.NullBool
@@ -64,7 +66,7 @@ func scanState(r *sql.Rows) (SourceState, error) {
 		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr,
 		&etag, &modified, &digest, &changed, &changes, &incident)
 	if err != nil {
-		return SourceState{}, err
+		return domain.SourceState{}, err
 	}
 	st.NextRunAt, st.LastRunAt = fromNullMicros(next), fromNullMicros(last)
 	st.LastSuccessAt, st.BreakerUntil = fromNullMicros(success), fromNullMicros(until)
@@ -81,23 +83,24 @@ func scanState(r *sql.Rows) (SourceState, error) {
 //
 // Raw SQL, scanned into SourceState directly: the start-up read of 100,000
 // states (BenchmarkLoadStates, and bench's BenchmarkStartup).
-func (s *Store) LoadStates(ctx context.Context) ([]SourceState, error) {
-	q := "SELECT " + stateColumns + " FROM " + tableStates
-	if s.dialect == dialectPostgres {
-		// SQLite reads a WITHOUT ROWID table in key order; PostgreSQL's
-		// heap has no order: its primary key index gives it.
-		q += " ORDER BY skey, name"
-	}
-	rows, err := s.sql.QueryContext(ctx, q)
+func (s *Core) LoadStates(ctx context.Context) ([]domain.SourceState, error) {
+	return s.QueryStates(ctx, s.dia.StatesOrder())
+}
+
+// QueryStates returns the states of the rows of source_states that rest
+// selects (a WHERE and ORDER BY clause, with its args), through the raw
+// SQL of LoadStates.
+func (s *Core) QueryStates(ctx context.Context, rest string, args ...any) ([]domain.SourceState, error) {
+	rows, err := s.SQL.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+" "+rest, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: load states: %w", err)
 	}
-	return scanStates(rows, make([]SourceState, 0))
+	return scanStates(rows, make([]domain.SourceState, 0))
 }
 
 // scanStates appends the states of rows (a query of stateColumns) to out
 // and closes rows.
-func scanStates(rows *sql.Rows, out []SourceState) ([]SourceState, error) {
+func scanStates(rows *sql.Rows, out []domain.SourceState) ([]domain.SourceState, error) {
 	defer rows.Close()
 	for rows.Next() {
 		st, err := scanState(rows)
@@ -114,32 +117,32 @@ func scanStates(rows *sql.Rows, out []SourceState) ([]SourceState, error) {
 
 // GetState returns the stored state of one source; ok is false when the
 // source has none (it was never saved).
-func (s *Store) GetState(ctx context.Context, name string) (SourceState, bool, error) {
+func (s *Core) GetState(ctx context.Context, name string) (domain.SourceState, bool, error) {
 	var rows []stateModel
-	err := s.db.WithContext(ctx).Where("skey = ? AND name = ?", skey(name), name).Limit(1).Find(&rows).Error
+	err := s.DB.WithContext(ctx).Where("skey = ? AND name = ?", Skey(name), name).Limit(1).Find(&rows).Error
 	switch {
 	case err != nil:
-		return SourceState{}, false, fmt.Errorf("store: get state %q: %w", name, err)
+		return domain.SourceState{}, false, fmt.Errorf("store: get state %q: %w", name, err)
 	case len(rows) == 0:
-		return SourceState{}, false, nil
+		return domain.SourceState{}, false, nil
 	}
 	return rows[0].state(), true, nil
 }
 
 // History returns up to n poll records of a source, newest (largest Seq)
 // first. n <= 0 returns none.
-func (s *Store) History(ctx context.Context, name string, n int) ([]PollRecord, error) {
-	return history(s.db.WithContext(ctx), name, n)
+func (s *Core) History(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
+	return history(s.DB.WithContext(ctx), name, n)
 }
 
 // Histories returns History(name, n) of each of names, read over one
 // connection. The status page shows the last polls of 50 sources a page:
 // read one by one, each read waited for SQLite's only connection behind
 // the flusher's commits, 50 waits a page while the sources polled.
-func (s *Store) Histories(ctx context.Context, names []string, n int) (map[string][]PollRecord, error) {
-	out := make(map[string][]PollRecord, len(names))
+func (s *Core) Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
+	out := make(map[string][]domain.PollRecord, len(names))
 	var readErr error // a read's error, which names its source
-	err := s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		// A session: each read builds its own statement on the connection
 		// (conn's would gather the conditions of every read).
 		tx := conn.Session(&gorm.Session{})
@@ -161,15 +164,15 @@ func (s *Store) Histories(ctx context.Context, names []string, n int) (map[strin
 }
 
 // history is History on db (a pool or one connection).
-func history(db *gorm.DB, name string, n int) ([]PollRecord, error) {
-	out := make([]PollRecord, 0)
+func history(db *gorm.DB, name string, n int) ([]domain.PollRecord, error) {
+	out := make([]domain.PollRecord, 0)
 	if n <= 0 {
 		return out, nil
 	}
-	fail := func(err error) ([]PollRecord, error) {
+	fail := func(err error) ([]domain.PollRecord, error) {
 		return nil, fmt.Errorf("store: history of %q: %w", name, err)
 	}
-	key := skey(name)
+	key := Skey(name)
 	var tails []tailModel
 	if err := db.Select("data", "keep_from").Where("skey = ? AND source = ?", key, name).Limit(1).Find(&tails).Error; err != nil {
 		return fail(err)
@@ -177,28 +180,13 @@ func history(db *gorm.DB, name string, n int) ([]PollRecord, error) {
 	if len(tails) == 0 {
 		return out, nil
 	}
-	keepFrom := tails[0].KeepFrom
-	// Newest first: the tail, then the blocks from the newest. A Seq seen
-	// again further on is an older copy (a record saved again replaces it).
-	seen := map[int64]bool{}
-	add := func(blob []byte) error {
-		recs, err := decodeBlob(name, blob)
-		if err != nil {
-			return err
-		}
-		for i := len(recs) - 1; i >= 0; i-- {
-			if r := recs[i]; r.Seq >= keepFrom && !seen[r.Seq] {
-				seen[r.Seq] = true
-				out = append(out, r)
-			}
-		}
-		return nil
-	}
-	if err := add(tails[0].Data); err != nil {
+	// Newest first: the tail, then the blocks from the newest.
+	c := collector{name: name, keepFrom: tails[0].KeepFrom, seen: map[int64]bool{}, out: out}
+	if err := c.add(tails[0].Data); err != nil {
 		return fail(err)
 	}
 	rows, err := db.Model(&blockModel{}).Select("last_seq", "data").
-		Where("skey = ? AND source = ? AND last_seq >= ?", key, name, keepFrom).Order("last_seq DESC").Rows()
+		Where("skey = ? AND source = ? AND last_seq >= ?", key, name, c.keepFrom).Order("last_seq DESC").Rows()
 	if err != nil {
 		return fail(err)
 	}
@@ -212,22 +200,53 @@ func history(db *gorm.DB, name string, n int) ([]PollRecord, error) {
 		// This block and the older ones hold no Seq above last: once n
 		// records above it are collected, none of them can be among the
 		// newest n.
-		above := 0
-		for i := range out {
-			if out[i].Seq > last {
-				above++
-			}
-		}
-		if above >= n {
+		if c.above(last) >= n {
 			break
 		}
-		if err := add(blob); err != nil {
+		if err := c.add(blob); err != nil {
 			return fail(err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fail(err)
 	}
-	slices.SortStableFunc(out, func(a, b PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
+	out = c.out
+	slices.SortStableFunc(out, func(a, b domain.PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out[:min(n, len(out))], nil
+}
+
+// collector gathers a source's records read newest blob first: a Seq seen
+// again further on is an older copy (a record saved again replaces it),
+// and one below keepFrom is trimmed.
+type collector struct {
+	name     string
+	keepFrom int64
+	seen     map[int64]bool
+	out      []domain.PollRecord
+}
+
+// add collects the records of blob, newest first.
+func (c *collector) add(blob []byte) error {
+	recs, err := decodeBlob(c.name, blob)
+	if err != nil {
+		return err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r := recs[i]; r.Seq >= c.keepFrom && !c.seen[r.Seq] {
+			c.seen[r.Seq] = true
+			c.out = append(c.out, r)
+		}
+	}
+	return nil
+}
+
+// above counts the records collected whose Seq is above seq.
+func (c *collector) above(seq int64) int {
+	n := 0
+	for i := range c.out {
+		if c.out[i].Seq > seq {
+			n++
+		}
+	}
+	return n
 }

@@ -1,16 +1,16 @@
-package store
+package postgres
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/pacer-dev/pacer/internal/backend"
+	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/store/internal/sqlcore"
 )
 
 // The store's part of a cluster (contract section 8, on PostgreSQL only):
@@ -30,18 +30,11 @@ import (
 // is left of a lease into a deadline on its own monotonic clock
 // (Claim.Left), taken before the statement, so that it errs early.
 
-// Shards is the number of shards of a cluster: fixed, so that every member
-// agrees on the shard of a source.
-const Shards = 256
-
 // Table names of the cluster.
 const (
 	tableMembers = "cluster_members"
 	tableShards  = "cluster_shards"
 )
-
-// ErrNoCluster is returned by the cluster calls on a SQLite store.
-var ErrNoCluster = errors.New("a cluster needs a PostgreSQL store")
 
 // memberModel is a row of cluster_members.
 type memberModel struct {
@@ -69,26 +62,26 @@ type shardModel struct {
 func (shardModel) TableName() string { return tableShards }
 
 // clusterModels are the tables that only a PostgreSQL store has.
-func clusterModels() []model {
-	return []model{{&memberModel{}, false}, {&shardModel{}, false}, {&memberShardModel{}, false}}
+func clusterModels() []sqlcore.Model {
+	return []sqlcore.Model{{Value: &memberModel{}}, {Value: &shardModel{}}, {Value: &memberShardModel{}}}
 }
 
 // createClusterTables creates, within tx, the cluster's tables that are
 // missing and the rows of every shard.
 func createClusterTables(tx *gorm.DB) error {
 	for _, m := range clusterModels() {
-		if tx.Migrator().HasTable(m.value) {
+		if tx.Migrator().HasTable(m.Value) {
 			continue
 		}
-		if err := tx.Migrator().CreateTable(m.value); err != nil {
-			return fmt.Errorf("create table of %T: %w", m.value, err)
+		if err := tx.Migrator().CreateTable(m.Value); err != nil {
+			return fmt.Errorf("create table of %T: %w", m.Value, err)
 		}
 	}
 	if err := addClusterColumns(tx); err != nil {
 		return err
 	}
 	err := tx.Exec("INSERT INTO "+tableShards+" (shard, fence) SELECT s, 0 FROM generate_series(0, ?) AS s "+
-		"ON CONFLICT (shard) DO NOTHING", Shards-1).Error
+		"ON CONFLICT (shard) DO NOTHING", domain.Shards-1).Error
 	if err != nil {
 		return fmt.Errorf("create shards: %w", err)
 	}
@@ -108,44 +101,17 @@ func addClusterColumns(db *gorm.DB) error {
 	return nil
 }
 
-// ShardOf is the shard of a source: that of its limits group when it has
-// one, so that a group's sources share an owner, else that of its name.
-func ShardOf(name, group string) int {
-	key := name
-	if group != "" {
-		key = "limits:" + group
-	}
-	return int(NameHash(key) % Shards)
-}
-
-// Member is what a member shows of itself to the others (GET /api/cluster).
-type Member struct {
-	Name              string
-	StartedAt         time.Time
-	LastSeenAt        time.Time
-	ConfigFingerprint string
-	OwnedSources      int
-	Inflight          int
-	// ClockOffsetMs is the database's clock minus the member's, as the
-	// member measured it at its last round (rule 8.1: a member schedules
-	// on the database's clock; one far off is shown).
-	ClockOffsetMs int64
-}
-
 // Heartbeat records that member m is alive now (the database's clock) with
 // what it shows, forgets members silent for more than 10 leases, and
 // returns the live members, those seen within lease, by name.
-func (s *Store) Heartbeat(ctx context.Context, m Member, lease time.Duration) ([]Member, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
-	var out []Member
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+func (s *Store) Heartbeat(ctx context.Context, m domain.Member, lease time.Duration) ([]domain.Member, error) {
+	var out []domain.Member
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Exec("INSERT INTO "+tableMembers+" (name, started_at, last_seen_at, config_fingerprint, owned_sources, inflight, clock_offset_ms) "+
 			"VALUES (?, ?, now(), ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET last_seen_at = now(), "+
 			"config_fingerprint = excluded.config_fingerprint, owned_sources = excluded.owned_sources, inflight = excluded.inflight, "+
 			"clock_offset_ms = excluded.clock_offset_ms",
-			m.Name, normTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight, m.ClockOffsetMs).Error
+			m.Name, sqlcore.NormTime(m.StartedAt), m.ConfigFingerprint, m.OwnedSources, m.Inflight, m.ClockOffsetMs).Error
 		if err != nil {
 			return err
 		}
@@ -167,37 +133,31 @@ func (s *Store) Heartbeat(ctx context.Context, m Member, lease time.Duration) ([
 // database's clock, so that the due times members hand over through the
 // store mean the same to all of them (rule 8.1).
 func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
-	if s.dialect != dialectPostgres {
-		return time.Time{}, ErrNoCluster
-	}
 	var now time.Time
-	if err := s.sql.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+	if err := s.SQL.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
 		return time.Time{}, fmt.Errorf("store: the database's clock: %w", err)
 	}
 	return now, nil
 }
 
 // Members returns the members seen within lease, by name.
-func (s *Store) Members(ctx context.Context, lease time.Duration) ([]Member, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
-	out, err := liveMembers(s.db.WithContext(ctx), lease)
+func (s *Store) Members(ctx context.Context, lease time.Duration) ([]domain.Member, error) {
+	out, err := liveMembers(s.DB.WithContext(ctx), lease)
 	if err != nil {
 		return nil, fmt.Errorf("store: members: %w", err)
 	}
 	return out, nil
 }
 
-func liveMembers(db *gorm.DB, lease time.Duration) ([]Member, error) {
+func liveMembers(db *gorm.DB, lease time.Duration) ([]domain.Member, error) {
 	var rows []memberModel
 	err := db.Where("last_seen_at > now() - ? * interval '1 microsecond'", lease.Microseconds()).Order("name").Find(&rows).Error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Member, 0, len(rows))
+	out := make([]domain.Member, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, Member{Name: r.Name, StartedAt: normTime(r.StartedAt), LastSeenAt: normTime(r.LastSeenAt),
+		out = append(out, domain.Member{Name: r.Name, StartedAt: sqlcore.NormTime(r.StartedAt), LastSeenAt: sqlcore.NormTime(r.LastSeenAt),
 			ConfigFingerprint: r.ConfigFingerprint, OwnedSources: int(r.OwnedSources), Inflight: int(r.Inflight),
 			ClockOffsetMs: r.ClockOffsetMs})
 	}
@@ -208,10 +168,7 @@ func liveMembers(db *gorm.DB, lease time.Duration) ([]Member, error) {
 // (a member stopped with SIGTERM, once its polls have ended), so that the
 // others claim them at once instead of after their leases.
 func (s *Store) LeaveCluster(ctx context.Context, member string) error {
-	if s.dialect != dialectPostgres {
-		return ErrNoCluster
-	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("UPDATE "+tableShards+" SET owner = NULL, lease_until = NULL WHERE owner = ?", member).Error; err != nil {
 			return err
 		}
@@ -223,29 +180,16 @@ func (s *Store) LeaveCluster(ctx context.Context, member string) error {
 	return nil
 }
 
-// Claim is a member's hold on one shard: the fence its commits must carry,
-// and how long the lease had left when the database answered.
-type Claim struct {
-	Shard int
-	Fence int64
-	// Left is lease_until minus the database's now() of the claim: the
-	// claim holds for at least Left after the call started.
-	Left time.Duration
-}
-
 // ClaimShards is one round of a member's claims, in one transaction: it
 // gives up the shards of release that it owns, renews the leases it holds
 // (for lease from now), claims the shards of want that nobody holds (free,
 // or their lease expired: the fence is incremented unless the expired
 // lease was this member's own), and returns every
 // claim it holds after that, by shard.
-func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]Claim, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
+func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]domain.Claim, error) {
 	until := "now() + " + fmt.Sprint(lease.Microseconds()) + " * interval '1 microsecond'"
-	var out []Claim
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	var out []domain.Claim
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Every row the round may change is locked first, in shard order:
 		// a commit's fence check locks its shards in that order too (FOR
 		// SHARE, validShards), and the UPDATEs below would otherwise lock
@@ -278,22 +222,9 @@ func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Durat
 				return fmt.Errorf("claim: %w", err)
 			}
 		}
-		rows, err := tx.Raw("SELECT shard, fence, (EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint FROM "+tableShards+
-			" WHERE owner = ? AND lease_until > now() ORDER BY shard", member).Rows()
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c Claim
-			var left int64
-			if err := rows.Scan(&c.Shard, &c.Fence, &left); err != nil {
-				return err
-			}
-			c.Left = time.Duration(left) * time.Microsecond
-			out = append(out, c)
-		}
-		return rows.Err()
+		var err error
+		out, err = heldClaims(tx, member)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: claims of %q: %w", member, err)
@@ -301,13 +232,25 @@ func (s *Store) ClaimShards(ctx context.Context, member string, lease time.Durat
 	return out, nil
 }
 
-// Fence is what a member's commits are conditional on: its name, the fence
-// of each shard it holds, and the shard of each source (ShardOf with the
-// source's limits group).
-type Fence struct {
-	Member  string
-	Fences  map[int]int64
-	ShardOf func(source string) int
+// heldClaims returns, within tx, the claims member holds now, by shard.
+func heldClaims(tx *gorm.DB, member string) ([]domain.Claim, error) {
+	rows, err := tx.Raw("SELECT shard, fence, (EXTRACT(EPOCH FROM lease_until - now()) * 1000000)::bigint FROM "+tableShards+
+		" WHERE owner = ? AND lease_until > now() ORDER BY shard", member).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []domain.Claim
+	for rows.Next() {
+		var c domain.Claim
+		var left int64
+		if err := rows.Scan(&c.Shard, &c.Fence, &left); err != nil {
+			return nil, err
+		}
+		c.Left = time.Duration(left) * time.Microsecond
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // SaveBatchFenced is SaveBatch for a member of a cluster: the states and
@@ -317,70 +260,54 @@ type Fence struct {
 // name; the rest is committed, in one transaction as SaveBatch. The shards
 // checked stay locked (FOR SHARE) until the commit, so that no claim can
 // take one of them in the middle of it.
-func (s *Store) SaveBatchFenced(ctx context.Context, f Fence, states []SourceState, records []PollRecord, keep int) (rejected []string, err error) {
-	return s.CommitFenced(ctx, f, Batch{States: states, Records: records}, keep)
+func (s *Store) SaveBatchFenced(ctx context.Context, f domain.Fence, states []domain.SourceState, records []domain.PollRecord, keep int) (rejected []string, err error) {
+	return s.CommitFenced(ctx, f, domain.Batch{States: states, Records: records}, keep)
 }
 
 // CommitFenced is Commit for a member of a cluster, fenced as
 // SaveBatchFenced: the events of a source whose shard the member lost are
 // left out with its state, so that no event is committed without the state
 // change that made it.
-func (s *Store) CommitFenced(ctx context.Context, f Fence, b Batch, keep int) (rejected []string, err error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
-	if b.empty() {
+func (s *Store) CommitFenced(ctx context.Context, f domain.Fence, b domain.Batch, keep int) (rejected []string, err error) {
+	if b.Empty() {
 		return nil, nil
 	}
-	rows, err := prepareBatch(b)
-	if err != nil {
-		return nil, fmt.Errorf("store: save batch: %w", err)
-	}
-	check := func(ctx context.Context, tx *sql.Tx, r *batchRows) error {
-		valid, err := s.validShards(ctx, tx, f.only(r.sts, r.records))
+	check := func(ctx context.Context, tx *sql.Tx, r *sqlcore.BatchRows) error {
+		valid, err := validShards(ctx, tx, fenceOnly(f, r))
 		if err != nil {
 			return err
 		}
 		lost := map[string]bool{}
-		keepState := func(name string) bool {
+		r.Keep(func(name string) bool {
 			ok := valid[f.ShardOf(name)]
 			if !ok {
 				lost[name] = true
 			}
 			return ok
-		}
-		r.sts = slices.DeleteFunc(r.sts, func(r stateRow) bool { return !keepState(r.st.Name) })
-		r.records = slices.DeleteFunc(slices.Clone(r.records), func(r PollRecord) bool { return !keepState(r.Source) })
-		r.keepEvents(keepState)
+		})
 		for name := range lost {
 			rejected = append(rejected, name)
 		}
 		slices.Sort(rejected)
 		return nil
 	}
-	if err := s.commitBatchChecked(ctx, rows, keep, check); err != nil {
-		return nil, fmt.Errorf("store: save batch: %w", err)
+	if err := s.CommitChecked(ctx, b, keep, check); err != nil {
+		return nil, err
 	}
 	return rejected, nil
 }
 
-// only is f restricted to the shards of the sources of sts and records:
-// a commit checks and locks the rows of the shards it writes, not every
-// shard the member holds.
-func (f Fence) only(sts []stateRow, records []PollRecord) Fence {
-	out := Fence{Member: f.Member, Fences: make(map[int]int64), ShardOf: f.ShardOf}
-	add := func(name string) {
+// fenceOnly is f restricted to the shards of the sources of r: a commit
+// checks and locks the rows of the shards it writes, not every shard the
+// member holds.
+func fenceOnly(f domain.Fence, r *sqlcore.BatchRows) domain.Fence {
+	out := domain.Fence{Member: f.Member, Fences: make(map[int]int64), ShardOf: f.ShardOf}
+	r.EachSource(func(name string) {
 		sh := f.ShardOf(name)
 		if fe, ok := f.Fences[sh]; ok {
 			out.Fences[sh] = fe
 		}
-	}
-	for _, r := range sts {
-		add(r.st.Name)
-	}
-	for _, r := range records {
-		add(r.Source)
-	}
+	})
 	return out
 }
 
@@ -394,7 +321,7 @@ func (f Fence) only(sts []stateRow, records []PollRecord) Fence {
 // the server) are then committed once the database answers, instead of
 // refused because the lease lapsed while nobody took the shard over (53
 // polls lost of 1,700 to a 20 s lock).
-func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]bool, error) {
+func validShards(ctx context.Context, tx *sql.Tx, f domain.Fence) (map[int]bool, error) {
 	shards := make([]int64, 0, len(f.Fences))
 	fences := make([]int64, 0, len(f.Fences))
 	for sh, fe := range f.Fences {
@@ -425,11 +352,8 @@ func (s *Store) validShards(ctx context.Context, tx *sql.Tx, f Fence) (map[int]b
 // source object's owner field: the owner of the source's shard; a shard
 // missing from the map has none).
 func (s *Store) ShardOwners(ctx context.Context) (map[int]string, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
 	var rows []shardModel
-	if err := s.db.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
+	if err := s.DB.WithContext(ctx).Where("owner IS NOT NULL AND lease_until > now()").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: shard owners: %w", err)
 	}
 	out := make(map[int]string, len(rows))
@@ -442,31 +366,10 @@ func (s *Store) ShardOwners(ctx context.Context) (map[int]string, error) {
 // LoadStatesOf returns the stored states of the sources named (those that
 // have one), in the order of the table: what a member reads of the shards
 // it has just claimed, as their previous owner left them.
-func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]SourceState, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
-	out := make([]SourceState, 0, len(names))
+func (s *Store) LoadStatesOf(ctx context.Context, names []string) ([]domain.SourceState, error) {
 	keys := make([]int64, len(names))
 	for i, n := range names {
-		keys[i] = skey(n)
+		keys[i] = sqlcore.Skey(n)
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+stateColumns+" FROM "+tableStates+
-		" WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
-	if err != nil {
-		return nil, fmt.Errorf("store: load states: %w", err)
-	}
-	return scanStates(rows, out)
-}
-
-// AcquireMemberLock is AcquireLock for a member of a cluster: the shared
-// form of the store's advisory lock, which every member holds together and
-// which keeps out a daemon started without a cluster section (and is kept
-// out by one), so that no source is polled by two daemons that do not
-// share the work. A SQLite store has no cluster.
-func AcquireMemberLock(dsn string) (*Lock, error) {
-	if !backend.IsPostgres(dsn) {
-		return nil, ErrNoCluster
-	}
-	return acquirePostgresLockWith(dsn, "pg_try_advisory_lock_shared")
+	return s.QueryStates(ctx, "WHERE (skey, name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) ORDER BY skey, name", keys, names)
 }

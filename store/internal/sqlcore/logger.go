@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type gormLogger struct {
 	log *slog.Logger
 }
 
-func newGormLogger(log *slog.Logger) gormLogger { return gormLogger{log: log} }
+func NewGormLogger(log *slog.Logger) gormLogger { return gormLogger{log: log} }
 
 // LogMode is ignored: the level is the slog logger's business.
 func (l gormLogger) LogMode(logger.LogLevel) logger.Interface { return l }

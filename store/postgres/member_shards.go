@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -40,16 +40,13 @@ func (memberShardModel) TableName() string { return tableMemberShards }
 // after 10 leases of silence, or left), so that the table holds only
 // the members the cluster knows and the one publishing.
 func (s *Store) PublishShardSources(ctx context.Context, member string, counts map[int]int) error {
-	if s.dialect != dialectPostgres {
-		return ErrNoCluster
-	}
 	rows := make([]memberShardModel, 0, len(counts))
 	for sh, n := range counts {
 		if n > 0 {
 			rows = append(rows, memberShardModel{Member: member, Shard: int64(sh), Sources: int64(n)})
 		}
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("DELETE FROM "+tableMemberShards+" WHERE member = ? OR member NOT IN (SELECT name FROM "+tableMembers+")",
 			member).Error; err != nil {
 			return err
@@ -69,11 +66,8 @@ func (s *Store) PublishShardSources(ctx context.Context, member string, counts m
 // (PublishShardSources), the number of its configured sources on each
 // shard (a shard missing: none).
 func (s *Store) ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error) {
-	if s.dialect != dialectPostgres {
-		return nil, ErrNoCluster
-	}
 	var rows []memberShardModel
-	if err := s.db.WithContext(ctx).Where("member IN ?", members).Find(&rows).Error; err != nil {
+	if err := s.DB.WithContext(ctx).Where("member IN ?", members).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: shard sources: %w", err)
 	}
 	out := make(map[string]map[int]int, len(members))

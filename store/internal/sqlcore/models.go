@@ -1,4 +1,4 @@
-package store
+package sqlcore
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The models below are the store's tables, created through gorm's
@@ -13,7 +15,7 @@ import (
 // bigint, text, blob or bytea): nothing in them is specific to SQLite.
 // What is, the clustering of three tables by row key (WITHOUT ROWID, see
 // schema.go), is a table option that the SQLite backend passes when it
-// creates them (Store.clustered).
+// creates them (the CreateTables of store/sqlite's dialect).
 //
 // Times of states and records are integers, microseconds since the Unix
 // epoch (read.go says why), so that the models hold int64 where
@@ -22,8 +24,11 @@ import (
 // gorm's SQLite dialect would quote '' as "", which SQLite reads as a
 // string only while it accepts double-quoted strings.
 
+// tableStates is the table of stateModel.
+const tableStates = "source_states"
+
 // stateModel is a row of source_states: a SourceState and its row key,
-// skey(Name), first in the primary key.
+// Skey(Name), first in the primary key.
 type stateModel struct {
 	SKey                 int64  `gorm:"column:skey;primaryKey;autoIncrement:false;not null"`
 	Name                 string `gorm:"primaryKey;not null"`
@@ -64,7 +69,7 @@ type stateModel struct {
 func (stateModel) TableName() string { return tableStates }
 
 // state is the SourceState of a row, its times in UTC.
-func (m *stateModel) state() SourceState {
+func (m *stateModel) state() domain.SourceState {
 	t := func(us *int64) *time.Time {
 		if us == nil {
 			return nil
@@ -72,7 +77,7 @@ func (m *stateModel) state() SourceState {
 		v := fromMicros(*us)
 		return &v
 	}
-	return SourceState{
+	return domain.SourceState{
 		Name: m.Name, Fingerprint: m.Fingerprint,
 		ConsecutiveFailures: int(m.ConsecutiveFailures), ConsecutiveThrottles: int(m.ConsecutiveThrottles),
 		NextRunAt: t(m.NextRunAt), LastRunAt: t(m.LastRunAt), LastSuccessAt: t(m.LastSuccessAt),
@@ -119,31 +124,31 @@ type blockModel struct {
 // TableName pins the table of blockModel.
 func (blockModel) TableName() string { return tableBlocks }
 
-// model is a table of the store: its model, and whether its rows are
+// Model is a table of the store: its model, and whether its rows are
 // clustered by their primary key (the backend's table option).
-type model struct {
-	value     any
-	clustered bool
+type Model struct {
+	Value     any
+	Clustered bool
 }
 
-// models is every table the store owns, in creation order.
-func models() []model {
-	return []model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&Command{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
+// Models is every table the store owns, in creation order.
+func Models() []Model {
+	return []Model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&commandModel{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
 }
 
-// createTables creates, within tx, the tables of models that do not exist.
+// CreateTables creates, within tx, the tables of models that do not exist.
 // clustered is the table option of the clustered tables ("" for none).
-func createTables(tx *gorm.DB, clustered string) error {
-	for _, m := range models() {
-		if tx.Migrator().HasTable(m.value) {
+func CreateTables(tx *gorm.DB, clustered string) error {
+	for _, m := range Models() {
+		if tx.Migrator().HasTable(m.Value) {
 			continue
 		}
 		db := tx
-		if m.clustered && clustered != "" {
+		if m.Clustered && clustered != "" {
 			db = tx.Set("gorm:table_options", " "+clustered)
 		}
-		if err := db.Migrator().CreateTable(m.value); err != nil {
-			return fmt.Errorf("create table of %T: %w", m.value, err)
+		if err := db.Migrator().CreateTable(m.Value); err != nil {
+			return fmt.Errorf("create table of %T: %w", m.Value, err)
 		}
 	}
 	return nil
@@ -173,7 +178,7 @@ func addedColumns() []addedColumn {
 		{&stateModel{}, "ChangesTotal", ""},
 		{&stateModel{}, "IncidentOpen", ""},
 		// A command done before the column existed is done.
-		{&Command{}, "Status", "UPDATE " + tableCommands + " SET status = '" + CommandDone + "' WHERE done_at IS NOT NULL"},
+		{&commandModel{}, "Status", "UPDATE " + tableCommands + " SET status = '" + domain.CommandDone + "' WHERE done_at IS NOT NULL"},
 	}
 }
 
@@ -227,12 +232,12 @@ func addColumns(db *gorm.DB) error {
 // the models, and a store of the version that does not have them was not
 // written by pacer (or a model changed without a new version).
 func checkTables(db *gorm.DB) error {
-	for _, m := range models() {
+	for _, m := range Models() {
 		stmt := &gorm.Statement{DB: db}
-		if err := stmt.Parse(m.value); err != nil {
+		if err := stmt.Parse(m.Value); err != nil {
 			return fmt.Errorf("parse schema: %w", err)
 		}
-		cols, err := db.Migrator().ColumnTypes(m.value)
+		cols, err := db.Migrator().ColumnTypes(m.Value)
 		if err != nil {
 			return fmt.Errorf("columns of %s: %w", stmt.Schema.Table, err)
 		}

@@ -1,8 +1,4 @@
-// Package store persists source state and poll history through gorm.
-//
-// Only this package imports gorm. It knows nothing about scheduling: the
-// scheduler hands it snapshots and reads them back at start-up.
-package store
+package domain
 
 import "time"
 
@@ -66,11 +62,12 @@ type SourceState struct {
 	IncidentOpen bool
 }
 
-// PollRecord is one entry of a source's poll history.
+// PollRecord is one entry of a source's poll history. Its JSON form is the
+// one the admin API shows.
 type PollRecord struct {
 	Source string `json:"-"`
 	// Seq numbers a source's records from 1 in the order they were saved:
-	// the higher, the newer. SaveBatch keeps a Seq given (> 0; a record
+	// the higher, the newer. A commit keeps a Seq given (> 0; a record
 	// with the Seq of a stored one replaces it for readers) and numbers a
 	// record with Seq 0 after the source's newest stored one. History
 	// returns it.
@@ -90,34 +87,3 @@ type PollRecord struct {
 	// poll; "" for a 304 or a failure.
 	Digest string `json:"digest"`
 }
-
-// Command is a request from the CLI to a running daemon (reset, pause,
-// resume, trigger), delivered through the store so that it works with the
-// admin API disabled. The daemon marks it done with a result.
-type Command struct {
-	ID        uint64 `gorm:"primaryKey;autoIncrement"`
-	Source    string `gorm:"size:255"`
-	Action    string `gorm:"size:16"` // reset | pause | resume | trigger
-	Reason    string
-	CreatedAt time.Time
-	// DoneAt is nil while the command is pending (indexed: the daemon asks
-	// for pending commands every second or so).
-	DoneAt *time.Time `gorm:"index"`
-	// Result is "" on success, else the error text shown to the user.
-	Result string
-	// Code classifies a failed result: "not_found", "conflict" or "".
-	Code string `gorm:"size:16"`
-	// Status is where the command is: CommandPending until the daemon
-	// claims it (CommandApplying) or the CLI withdraws it
-	// (CommandExpired); CommandDone once it has a result. The conditional
-	// updates between these make "applied" and "expired" exclusive.
-	Status string `gorm:"size:16;not null;default:('pending')"`
-}
-
-// Statuses of a Command.
-const (
-	CommandPending  = "pending"
-	CommandApplying = "applying"
-	CommandDone     = "done"
-	CommandExpired  = "expired"
-)
