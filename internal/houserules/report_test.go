@@ -16,10 +16,6 @@ func allowed() map[string]string {
 		"methods scheduler.Scheduler":         "the scheduler split into rooms; issue 21 removes it",
 		"func scheduler.applyOutcome":         "scheduler/policy: pure rules; issue 21 removes it",
 		"var scheduler.AllStates":             "scheduler/policy: state names; issue 21 removes it",
-		"func store.Store.ClaimShards":        "store: one backend per dialect; issue 21 removes it",
-		"func store.history":                  "store: one backend per dialect; issue 21 removes it",
-		"func store.Store.commitBatchChecked": "store: one backend per dialect; issue 21 removes it",
-		"methods store.Store":                 "store: one backend per dialect; issue 21 removes it",
 	}
 }
 

@@ -198,7 +198,10 @@ func sentinels(s *ast.ValueSpec) bool {
 	if len(s.Values) == 0 || len(s.Values) != len(s.Names) {
 		return false
 	}
-	for _, v := range s.Values {
+	for i, v := range s.Values {
+		if reexport(s.Names[i].Name, v) {
+			continue
+		}
 		call, ok := v.(*ast.CallExpr)
 		if !ok {
 			return false
@@ -216,6 +219,18 @@ func sentinels(s *ast.ValueSpec) bool {
 		}
 	}
 	return true
+}
+
+// reexport reports whether v names another package's sentinel error under
+// an Err name (`var ErrX = inner.ErrX`): the same value, given again where
+// callers look for it.
+func reexport(name string, v ast.Expr) bool {
+	sel, ok := v.(*ast.SelectorExpr)
+	if !ok || !strings.HasPrefix(name, "Err") || !strings.HasPrefix(sel.Sel.Name, "Err") {
+		return false
+	}
+	_, ok = sel.X.(*ast.Ident)
+	return ok
 }
 
 // pkgName is the package folder dir with slashes ("internal/waitfor";

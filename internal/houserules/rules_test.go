@@ -27,6 +27,7 @@ func TestCheckerFails(t *testing.T) {
 		"func big.Wide.longMethod",
 		"func big.long",
 		"methods big.Many",
+		"var big.ErrEnd",
 		"var big.counter",
 		"var big.errs",
 	}

@@ -1,13 +1,20 @@
 // Package big breaks each house rule once (TestCheckerFails).
 package big
 
-import "errors"
+import (
+	"errors"
+	"io"
+)
 
 // counter is package-level state.
 var counter int
 
 // errs is not a sentinel error but a slice of them.
 var errs = []error{errors.New("a")}
+
+// ErrEnd names a value of another package that is not one of its Err
+// sentinels: it counts as state.
+var ErrEnd = io.EOF
 
 // long is 61 lines.
 func long() int {

@@ -14,6 +14,7 @@ var ErrA = errors.New("a")
 var (
 	ErrB       = fmt.Errorf("b: %w", ErrA)
 	errC, errD = errors.New("c"), errors.New("d")
+	ErrEOF     = io.ErrUnexpectedEOF // another package's sentinel, given again
 )
 
 //go:embed ok.go
