@@ -50,7 +50,7 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 	}
 	e.src, e.poller, e.brk = src, poller, nil
 	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
-		e.brk = s.restoreBreaker(src, st)
+		e.brk = newBreaker(src, st)
 	}
 	e.timing = newTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]

@@ -185,13 +185,13 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 		return res.Err
 	}
 	if brk != nil {
-		err := brk.Do(fn)
+		err := brk.DoAt(now, fn)
 		return res, brk, err
 	}
 	err := fn()
 	if err != nil && err == res.Err {
-		brk = newBreaker(src, store.SourceState{}).WithClock(now)
-		err = brk.Do(func() error { return res.Err })
+		brk = newBreaker(src, store.SourceState{})
+		err = brk.DoAt(now, func() error { return res.Err })
 	}
 	return res, brk, err
 }
@@ -226,7 +226,7 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	if j.gen == e.gen {
 		evs = s.applyPoll(e, p.brk, o)
 		if stepped && e.brk != nil {
-			e.brk = s.restoreBreaker(e.src, e.st) // its cooldown read before the step
+			e.brk = newBreaker(e.src, e.st) // its cooldown read before the step
 		}
 		if p.undelivered {
 			forgetValidators(&e.st)

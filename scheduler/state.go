@@ -53,18 +53,14 @@ func silent(st *store.SourceState, src *config.Source) bool {
 }
 
 // breakerOf is the breaker state shown at now: an open breaker whose cooldown
-// has passed is half-open (its next call is the probe).
+// has passed is half-open (its next call is the probe), by the breaker's own
+// rule (breaker.Snapshot.StateAt). An open state stored without its end
+// stays open.
 func breakerOf(st *store.SourceState, now time.Time) string {
-	switch st.BreakerState {
-	case breaker.Open:
-		if st.BreakerUntil != nil && !now.Before(*st.BreakerUntil) {
-			return breaker.HalfOpen
-		}
+	if st.BreakerState == breaker.Open && st.BreakerUntil == nil {
 		return breaker.Open
-	case breaker.HalfOpen:
-		return breaker.HalfOpen
 	}
-	return breaker.Closed
+	return breakerSnapshot(st).StateAt(now)
 }
 
 // kindRejected is the outcome of a poll its breaker refused: nothing was
@@ -174,7 +170,8 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 // cooldown, Retry-After)" (rules 3.4 to 3.6), written once, as a pure
 // function of now (in the style of x/time/rate's ReserveN(t, n)): the first
 // tick of tm after now, no earlier than notBefore, and, while brk is open,
-// after its Until (the breaker lets the probe through strictly after it).
+// no earlier than its probe (breaker.ProbeAt: the first instant the breaker
+// lets it through).
 // The result is rounded up to the microsecond, the store's precision.
 //
 // notBefore is zero for none, else (applyOutcome):
@@ -193,7 +190,7 @@ func applyOutcome(st store.SourceState, src *config.Source, tm timing, o outcome
 func nextRun(now time.Time, tm timing, notBefore time.Time, brk breaker.Snapshot) time.Time {
 	next := later(tm.next(now), notBefore)
 	if brk.State == breaker.Open {
-		next = later(next, brk.Until.Add(time.Millisecond))
+		next = later(next, breaker.ProbeAt(brk.Until))
 	}
 	return ceilMicro(next)
 }

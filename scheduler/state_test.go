@@ -186,8 +186,8 @@ func TestApplyOutcome(t *testing.T) {
 				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
 					t.Errorf("breaker %s until %v; want the live breaker's", st.BreakerState, st.BreakerUntil)
 				}
-				if want := at(time.Minute + time.Millisecond); !st.NextRunAt.Equal(want) {
-					t.Errorf("next %v, want %v (just after the cooldown)", st.NextRunAt, want)
+				if want := at(time.Minute + time.Microsecond); !st.NextRunAt.Equal(want) {
+					t.Errorf("next %v, want %v (just after the cooldown: its probe, to the store's microsecond)", st.NextRunAt, want)
 				}
 			},
 		},
@@ -196,7 +196,7 @@ func TestApplyOutcome(t *testing.T) {
 			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Closed},
 			o:    outcome{kind: kindRejected, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(10 * time.Second)}},
 			check: func(t *testing.T, st store.SourceState) {
-				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Millisecond)) {
+				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Microsecond)) {
 					t.Errorf("state %s next %v", StateOf(&st, t0), st.NextRunAt)
 				}
 			},
@@ -358,7 +358,7 @@ func TestNextRun(t *testing.T) {
 		{"a tick is strictly after now", at(time.Second), time.Time{}, closed, at(2 * time.Second)},
 		{"a backoff before the tick loses", at(0), at(500 * time.Millisecond), closed, at(time.Second)},
 		{"a backoff after the tick wins", at(0), at(7 * time.Second), closed, at(7 * time.Second)},
-		{"an open breaker: just after its Until", at(0), at(2 * time.Second), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(30*time.Second + time.Millisecond)},
+		{"an open breaker: just after its Until", at(0), at(2 * time.Second), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(30*time.Second + time.Microsecond)},
 		{"an open breaker whose Until is past: the tick", at(0), time.Time{}, breaker.Snapshot{State: breaker.Open, Until: at(-time.Minute)}, at(time.Second)},
 		{"a backoff after the breaker's Until wins", at(0), at(time.Minute), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(time.Minute)},
 		{"a half-open breaker does not delay", at(0), time.Time{}, breaker.Snapshot{State: breaker.HalfOpen, Until: at(time.Hour)}, at(time.Second)},

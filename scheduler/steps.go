@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -142,7 +141,7 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 		}
 		if e.brk != nil && !e.busy {
 			// Its cooldown, as the breaker compares it with the clock.
-			e.brk = s.restoreBreaker(e.src, e.st)
+			e.brk = newBreaker(e.src, e.st)
 		}
 		if e.idx >= 0 && e.st.NextRunAt != nil {
 			s.due.schedule(e, *e.st.NextRunAt)
@@ -201,11 +200,6 @@ func steppedNext(st *store.SourceState, tm timing, next time.Time, d time.Durati
 func healthy(st *store.SourceState) bool {
 	return st.ConsecutiveFailures == 0 && st.ConsecutiveThrottles == 0 && st.LastOutcome != store.OutcomeThrottled &&
 		st.ErrorReason == "" && (st.BreakerState == "" || st.BreakerState == breaker.Closed)
-}
-
-// restoreBreaker is newBreaker on the scheduler's clock.
-func (s *Scheduler) restoreBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
-	return newBreaker(src, st).WithClock(s.clock.Now)
 }
 
 // stepPoll moves the times of a poll's outcome o, read with the skew
