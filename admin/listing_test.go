@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -143,7 +144,7 @@ func TestListingStreamed(t *testing.T) {
 		t.Fatalf("GET /api/sources: %d sources, want %d", len(list), n)
 	}
 	for i, o := range list {
-		if want := fmt.Sprintf("s%06d", i); o.Name != want || o.State != scheduler.StatePending || o.Type != "exec" || o.Why == "" {
+		if want := fmt.Sprintf("s%06d", i); o.Name != want || o.State != policy.StatePending || o.Type != "exec" || o.Why == "" {
 			t.Fatalf("source %d: %s (%s, %s, why %q), want %s pending with its why", i, o.Name, o.Type, o.State, o.Why, want)
 		}
 	}

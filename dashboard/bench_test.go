@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/dashboard"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -28,7 +29,7 @@ var _ dashboard.Controller = (*fakeController)(nil)
 
 func newFake(n int) *fakeController {
 	now := time.Now()
-	states := scheduler.AllStates
+	states := policy.States()
 	f := &fakeController{objs: make(map[string]scheduler.Explained, n)}
 	for i := range n {
 		name := fmt.Sprintf("source-%06d", i)

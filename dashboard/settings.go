@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // setting is one line of a source's settings, secrets masked.
@@ -140,7 +141,7 @@ func (d *Dashboard) funcs() template.FuncMap {
 			}
 			return strconv.Itoa(*p)
 		},
-		"states":    func() []string { return scheduler.AllStates[:] },
+		"states":    func() []string { s := policy.States(); return s[:] },
 		"refreshMs": func() int64 { return d.refresh.Milliseconds() },
 	}
 }

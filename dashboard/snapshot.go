@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // The table of a large daemon is built from a snapshot of its rows shared
@@ -176,7 +177,7 @@ func (t *tableCache) build(ctx context.Context, shared bool) *snapshot {
 	if shared {
 		ctx = context.WithoutCancel(ctx)
 	}
-	s := &snapshot{rows: t.c.Rows(), counts: make(map[string]int, len(scheduler.AllStates)), shared: shared}
+	s := &snapshot{rows: t.c.Rows(), counts: make(map[string]int, policy.NumStates), shared: shared}
 	for i := range s.rows {
 		s.counts[s.rows[i].State]++
 	}

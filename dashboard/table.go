@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // PerPage is the number of sources on a page of the table.
@@ -19,7 +20,7 @@ const maxSearch = 200
 
 // listQuery is the table's view: ?state=error&q=api&sort=next&order=desc&page=2.
 type listQuery struct {
-	State string // "" or one of scheduler.AllStates
+	State string // "" or one of policy.States
 	Q     string // substring of the name
 	Sort  string // a key of sorter; "" = configuration order
 	Desc  bool
@@ -61,8 +62,8 @@ func cmpTime(a, b int64) int {
 
 // stateRank orders states from the worst (error) to the calmest.
 func stateRank(s string) int {
-	for i, st := range []string{scheduler.StateError, scheduler.StateOpen, scheduler.StateHalfOpen,
-		scheduler.StateBackoff, scheduler.StateThrottled, scheduler.StatePaused, scheduler.StatePending, scheduler.StateOK} {
+	for i, st := range []string{policy.StateError, policy.StateOpen, policy.StateHalfOpen,
+		policy.StateBackoff, policy.StateThrottled, policy.StatePaused, policy.StatePending, policy.StateOK} {
 		if s == st {
 			return i
 		}
@@ -73,8 +74,8 @@ func stateRank(s string) int {
 // parseQuery reads the table's parameters; a bad one is an error naming it.
 func parseQuery(v url.Values) (listQuery, error) {
 	q := listQuery{State: v.Get("state"), Q: strings.TrimSpace(v.Get("q")), Sort: v.Get("sort"), Page: 1}
-	if q.State != "" && !slices.Contains(scheduler.AllStates[:], q.State) {
-		return q, fmt.Errorf("state: %q is not one of %s", q.State, strings.Join(scheduler.AllStates[:], ", "))
+	if states := policy.States(); q.State != "" && !slices.Contains(states[:], q.State) {
+		return q, fmt.Errorf("state: %q is not one of %s", q.State, strings.Join(states[:], ", "))
 	}
 	if len(q.Q) > maxSearch {
 		return q, fmt.Errorf("q: longer than %d bytes", maxSearch)

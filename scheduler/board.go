@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -64,11 +65,11 @@ func (s *Scheduler) Rows() []Row {
 			if e == nil || e.removed {
 				continue
 			}
-			r := Row{Name: e.name, Type: e.src.Type, State: StateOf(&e.st, now), Failures: e.st.ConsecutiveFailures}
+			r := Row{Name: e.name, Type: e.src.Type, State: policy.StateOf(&e.st, now), Failures: e.st.ConsecutiveFailures}
 			if t := e.st.LastSuccessAt; t != nil && !t.IsZero() {
 				r.LastSuccess = t.UnixNano()
 			}
-			if t := e.st.NextRunAt; t != nil && !t.IsZero() && r.State != StateError && r.State != StatePaused {
+			if t := e.st.NextRunAt; t != nil && !t.IsZero() && r.State != policy.StateError && r.State != policy.StatePaused {
 				r.NextRun = t.UnixNano()
 			}
 			out = append(out, r)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -55,18 +56,18 @@ func (s *Scheduler) entry(name string) (*entry, error) {
 // change is committed (or the store is failing), so that status read from
 // the store right after shows it.
 func (s *Scheduler) Reset(name string) (SourceObject, error) {
-	return s.mutate(name, ActionReset, "")
+	return s.mutate(name, policy.ActionReset, "")
 }
 
 // Pause stops polling a source until Resume; it survives restarts.
 func (s *Scheduler) Pause(name, reason string) (SourceObject, error) {
-	return s.mutate(name, ActionPause, reason)
+	return s.mutate(name, policy.ActionPause, reason)
 }
 
 // Resume undoes Pause. The source is next polled at its next tick (or when
 // its breaker lets a probe through, if later).
 func (s *Scheduler) Resume(name string) (SourceObject, error) {
-	return s.mutate(name, ActionResume, "")
+	return s.mutate(name, policy.ActionResume, "")
 }
 
 // commitWait bounds how long an operator's change waits for its commit.
@@ -78,7 +79,7 @@ const commitWait = 2 * time.Second
 // already polling is left alone.
 func (s *Scheduler) Trigger(name string) error {
 	if s.isRemote(name) {
-		_, err := s.remote(ActionTrigger, name, "")
+		_, err := s.remote(policy.ActionTrigger, name, "")
 		return err
 	}
 	return s.trigger(name)
@@ -141,14 +142,14 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 		return SourceObject{}, 0, err
 	}
 	now := s.now()
-	prev := StateOf(&e.st, now)
-	st, err := applyAction(action, e.st, e.timing, reason, now)
+	prev := policy.StateOf(&e.st, now)
+	st, err := policy.Act(action, e.st, e.timing, reason, now)
 	if err != nil {
 		s.mu.Unlock()
 		return SourceObject{}, 0, err
 	}
 	e.st = st
-	if action == ActionReset {
+	if action == policy.ActionReset {
 		if e.busy {
 			e.resetPending = true
 		} else {
@@ -330,13 +331,13 @@ const resultWait = 30 * time.Second
 // which changes no stored state).
 func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
 	switch action {
-	case ActionReset, ActionPause, ActionResume:
-		if action != ActionPause {
+	case policy.ActionReset, policy.ActionPause, policy.ActionResume:
+		if action != policy.ActionPause {
 			reason = ""
 		}
 		_, seq, err := s.mutateAsync(name, action, reason)
 		return seq, err
-	case ActionTrigger:
+	case policy.ActionTrigger:
 		return 0, s.trigger(name)
 	}
 	return 0, fmt.Errorf("unknown action %q", action)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -37,7 +38,7 @@ func openBeforeRestart(t *testing.T, dir string) (string, SourceObject) {
 	body := lifecycleDefaults + countedSource("s")
 	setFail(t, dir, true)
 	h := start(t, dir, writeConfig(t, dir, body))
-	h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("s").State == StateOpen })
+	h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("s").State == policy.StateOpen })
 	before := h.source("s")
 	h.stop()
 	if before.ConsecutiveFailures != 3 || before.Breaker != breaker.Open {
@@ -59,7 +60,7 @@ func TestFailedProbeAfterRestartReopens(t *testing.T) {
 		h.waitFor("the probe", 2*time.Second, func() bool { return h.source("s").PollsTotal == before.PollsTotal+1 })
 		probeAt := time.Now()
 		o := h.source("s")
-		if o.State != StateOpen || o.Breaker != breaker.Open || o.ConsecutiveFailures != 4 {
+		if o.State != policy.StateOpen || o.Breaker != breaker.Open || o.ConsecutiveFailures != 4 {
 			t.Fatalf("after a failed probe following a restart: %+v; want open with 4 failures", o)
 		}
 		if o.NextRunAt == nil || o.NextRunAt.Before(probeAt.Add(30*time.Second-time.Second)) {
@@ -116,7 +117,7 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 		if got := calls(t, dir); got != n {
 			t.Fatalf("the upstream was called %d times before the breaker's stored time", got-n)
 		}
-		if o := h.source("s"); o.State != StateOpen || o.PollsTotal != row.PollsTotal || o.NextRunAt == nil || !o.NextRunAt.After(until) {
+		if o := h.source("s"); o.State != policy.StateOpen || o.PollsTotal != row.PollsTotal || o.NextRunAt == nil || !o.NextRunAt.After(until) {
 			t.Fatalf("after the rejection: %+v; want open, not polled, next after %v", o, until)
 		}
 		time.Sleep(time.Until(until) - 10*time.Millisecond)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -47,9 +48,9 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		Name:                src.Name,
 		Type:                src.Type,
 		Schedule:            redact(src.ScheduleSpec),
-		State:               StateOf(st, now),
+		State:               policy.StateOf(st, now),
 		ConsecutiveFailures: st.ConsecutiveFailures,
-		Breaker:             breakerOf(st, now),
+		Breaker:             policy.BreakerOf(st, now),
 		NextRunAt:           utc(st.NextRunAt),
 		LastRunAt:           utc(st.LastRunAt),
 		LastSuccessAt:       utc(st.LastSuccessAt),
@@ -63,7 +64,7 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		LastChangedAt:       utc(st.LastChangedAt),
 		ChangesTotal:        st.ChangesTotal,
 	}
-	if o.State == StatePaused || o.State == StateError && src.ErrorReprobe <= 0 {
+	if o.State == policy.StatePaused || o.State == policy.StateError && src.ErrorReprobe <= 0 {
 		o.NextRunAt = nil // a re-probed source in error shows its re-probe
 	}
 	if o.Breaker == "" {
