@@ -31,6 +31,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -218,7 +219,7 @@ func (f *fixture) upstreamCount() int {
 	return len(f.arrivals)
 }
 
-func (f *fixture) source(name string) scheduler.SourceObject {
+func (f *fixture) source(name string) view.SourceObject {
 	f.t.Helper()
 	o, err := f.sched.Source(name)
 	if err != nil {
@@ -271,7 +272,7 @@ func jsonError(t *testing.T, what string, a answer, code int) {
 // snapshot is everything an unauthorized request must leave as it was: the
 // daemon's view and the store's rows.
 type snapshot struct {
-	api     []scheduler.SourceObject
+	api     []view.SourceObject
 	stored  []store.SourceState
 	history map[string][]store.PollRecord
 }

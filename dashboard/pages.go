@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -90,7 +91,7 @@ type column struct {
 
 // rowView is a row of the table.
 type rowView struct {
-	scheduler.Explained
+	srcview.Explained
 	Strip []stripItem
 }
 
@@ -230,7 +231,7 @@ func strip(recs []store.PollRecord) []stripItem {
 // sourcePage is a source's page (contract 11.3).
 type sourcePage struct {
 	base
-	Source   scheduler.Explained
+	Source   srcview.Explained
 	Settings []setting
 	History  []store.PollRecord
 	Strip    []stripItem

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // PerPage is the number of sources on a page of the table.
@@ -29,20 +29,20 @@ type listQuery struct {
 
 // sorter returns the order of a column ("name", "type", "state",
 // "failures", "success", "next"), or nil for an unknown key.
-func sorter(key string) func(a, b *scheduler.Row) int {
+func sorter(key string) func(a, b *srcview.Row) int {
 	switch key {
 	case "name":
-		return func(a, b *scheduler.Row) int { return strings.Compare(a.Name, b.Name) }
+		return func(a, b *srcview.Row) int { return strings.Compare(a.Name, b.Name) }
 	case "type":
-		return func(a, b *scheduler.Row) int { return strings.Compare(a.Type, b.Type) }
+		return func(a, b *srcview.Row) int { return strings.Compare(a.Type, b.Type) }
 	case "state":
-		return func(a, b *scheduler.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
+		return func(a, b *srcview.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
 	case "failures":
-		return func(a, b *scheduler.Row) int { return cmp.Compare(a.Failures, b.Failures) }
+		return func(a, b *srcview.Row) int { return cmp.Compare(a.Failures, b.Failures) }
 	case "success":
-		return func(a, b *scheduler.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
+		return func(a, b *srcview.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
 	case "next":
-		return func(a, b *scheduler.Row) int { return cmpTime(a.NextRun, b.NextRun) }
+		return func(a, b *srcview.Row) int { return cmpTime(a.NextRun, b.NextRun) }
 	}
 	return nil
 }
@@ -131,9 +131,9 @@ func (q listQuery) href(page int) string {
 
 // selection is one page of the table.
 type selection struct {
-	Rows    []scheduler.Row // the page's rows
-	Matched int             // rows that pass the filter and the search
-	Page    int             // the page shown (clamped to the last one)
+	Rows    []srcview.Row // the page's rows
+	Matched int           // rows that pass the filter and the search
+	Page    int           // the page shown (clamped to the last one)
 	Pages   int
 }
 
@@ -149,7 +149,7 @@ func selectRows(s *snapshot, q listQuery) selection {
 	sel := selection{Matched: n, Pages: max(1, (n+PerPage-1)/PerPage)}
 	sel.Page = min(q.Page, sel.Pages)
 	lo, hi := (sel.Page-1)*PerPage, min(sel.Page*PerPage, n)
-	sel.Rows = make([]scheduler.Row, 0, max(hi-lo, 0))
+	sel.Rows = make([]srcview.Row, 0, max(hi-lo, 0))
 	for i := lo; i < hi; i++ {
 		if all {
 			sel.Rows = append(sel.Rows, s.rows[i])

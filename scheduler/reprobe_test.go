@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // TestErrorReprobe (contract 10.4), in fake time: a source in error with
@@ -39,7 +40,7 @@ func TestErrorReprobe(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := h.stored("re")
-		if x := Explain(&src, &st, time.Now(), QueueInfo{}, nil); !strings.Contains(x, "; re-probe in ") {
+		if x := view.Explain(&src, &st, time.Now(), view.QueueInfo{}, nil); !strings.Contains(x, "; re-probe in ") {
 			t.Errorf("explanation %q, want the re-probe", x)
 		}
 		h.stop()

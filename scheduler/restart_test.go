@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -33,7 +34,7 @@ func calls(t *testing.T, dir string) int {
 // openBeforeRestart runs a scheduler until source s's breaker opens (three
 // failures, breaker {failures: 3, cooldown: 30s}), stops it, and returns
 // the config body and s as it was.
-func openBeforeRestart(t *testing.T, dir string) (string, SourceObject) {
+func openBeforeRestart(t *testing.T, dir string) (string, view.SourceObject) {
 	t.Helper()
 	body := lifecycleDefaults + countedSource("s")
 	setFail(t, dir, true)

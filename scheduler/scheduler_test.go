@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -156,7 +157,7 @@ func TestRestartResumes(t *testing.T) {
 		h.waitFor("states", 30*time.Second, func() bool {
 			return h.source("open").State == policy.StateOpen && h.source("errored").State == policy.StateError && h.source("backoff").ConsecutiveFailures == 1
 		})
-		before := map[string]SourceObject{}
+		before := map[string]view.SourceObject{}
 		for _, n := range []string{"open", "errored", "paused", "backoff"} {
 			before[n] = h.source(n)
 		}

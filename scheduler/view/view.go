@@ -1,4 +1,11 @@
-package scheduler
+// Package view is the presentation of pacer's sources shared by the admin
+// API, the dashboard and the CLI: the source object of contract section 4
+// (SourceObject, View), the explanation of a source's wait (Explain, with
+// QueueInfo), the dashboard's rows (Row) and relative times (Relative,
+// ShortDuration). Everything here is a pure function of a source's
+// configuration, its stored state and now; the scheduler fills these types
+// under its lock, the CLI from the store.
+package view
 
 import (
 	"time"
