@@ -38,7 +38,8 @@ func (s *Scheduler) work(ctx context.Context) {
 	// cancelling the polling stage still reaches every poll.
 	pollCtx, cancel := context.WithCancel(s.polling.ctx)
 	defer cancel()
-	timeouts := newPollTimeouts(pollCtx)
+	timeouts := newPollTimeouts(pollCtx, s.clock)
+	defer timeouts.close()
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
 		if j == nil {
