@@ -118,8 +118,14 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 		if got := calls(t, dir); got != n {
 			t.Fatalf("the upstream was called %d times before the breaker's stored time", got-n)
 		}
-		if o := h.source("s"); o.State != policy.StateOpen || o.PollsTotal != row.PollsTotal || o.NextRunAt == nil || !o.NextRunAt.After(until) {
-			t.Fatalf("after the rejection: %+v; want open, not polled, next after %v", o, until)
+		// The next run is the breaker's probe, the first microsecond after
+		// until (breaker.ProbeAt, to the store's precision): read from the
+		// state, as the source object shows milliseconds.
+		h.s.mu.Lock()
+		next := h.s.entries["s"].st.NextRunAt
+		h.s.mu.Unlock()
+		if o := h.source("s"); o.State != policy.StateOpen || o.PollsTotal != row.PollsTotal || next == nil || !next.After(until) {
+			t.Fatalf("after the rejection: %+v (next %v); want open, not polled, next after %v", o, next, until)
 		}
 		time.Sleep(time.Until(until) - 10*time.Millisecond)
 		if got := calls(t, dir); got != n {
