@@ -107,7 +107,7 @@ type pollResult struct {
 	res        sources.Result
 	rejected   bool // refused by the breaker: the poller was not called
 	start, end time.Time
-	skew       int64 // of the wall clock when end was read, or policy.NoSkew (steps.go)
+	skew       int64 // of the wall clock when end was read, or noSkew (steps.go)
 
 	// undelivered: the result was fetched but its delivery failed (the
 	// poll failed); the next GET must be unconditional (contract 9.4).
@@ -135,7 +135,7 @@ func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, 
 	end, skew, ok := s.readClocks()
 	p.skew = skew
 	if !ok {
-		p.skew = policy.NoSkew
+		p.skew = noSkew
 	}
 	s.m.inflight.Dec()
 	s.inflightN.Add(-1)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/policy"
@@ -39,6 +40,16 @@ import (
 // that its outcome is moved once, by rebase or by stepPoll. The pure rules
 // (what moves and where to) are policy's: StepState, ClampLoaded, IsStep.
 
+const (
+	// readSpread bounds the time between the two monotonic readings around
+	// a wall reading for the skew to be trusted (a goroutine descheduled
+	// between two readings would look like a step).
+	readSpread = 10 * time.Millisecond
+	// noSkew is a poll's skew when its reading could not be trusted
+	// (readClocks): its times are taken as they are.
+	noSkew = math.MinInt64
+)
+
 // readClocks reads the wall clock between two readings of the monotonic
 // one; ok is false when they lie too far apart for the skew to be trusted,
 // or when the clock's steps are not the scheduler's to measure.
@@ -49,7 +60,7 @@ func (s *Scheduler) readClocks() (wall time.Time, skew int64, ok bool) {
 		return wall, 0, false
 	}
 	m2, _ := s.monotonic()
-	return wall, policy.SkewOf(wall, m1+(m2-m1)/2), m2-m1 <= policy.ReadSpread
+	return wall, policy.SkewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
 }
 
 // systemClock is implemented by RealClock, and by the clocks that embed
@@ -136,7 +147,7 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 // reports whether it moved them. mu held.
 func (s *Scheduler) stepPoll(o *policy.Outcome, skew int64) bool {
 	d := time.Duration(s.skew - skew)
-	if skew == policy.NoSkew || !policy.IsStep(d) {
+	if skew == noSkew || !policy.IsStep(d) {
 		return false
 	}
 	o.Shift(d)

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -16,18 +15,10 @@ const (
 	// StepMin is the least change of the skew taken for a step; NTP
 	// slews offsets under 128 ms and steps larger ones.
 	StepMin = 100 * time.Millisecond
-	// ReadSpread bounds the time between the two monotonic readings around
-	// a wall reading for the skew to be trusted (a goroutine descheduled
-	// between two readings would look like a step).
-	ReadSpread = 10 * time.Millisecond
 	// cronieWindow is the largest step back after which a cron schedule at
 	// given hours does not poll again a time it polled (cronie's 3 hours).
 	cronieWindow = 3 * time.Hour
 )
-
-// NoSkew is a poll's skew when its reading could not be trusted: its times
-// are taken as they are.
-const NoSkew = math.MinInt64
 
 // SkewOf is how far the wall time wall lies from the monotonic reading
 // mono taken with it, in nanoseconds.
