@@ -21,6 +21,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -30,17 +31,17 @@ const maxBody = 64 << 10
 // Controller is what the API needs of the daemon; *scheduler.Scheduler
 // implements it.
 type Controller interface {
-	Sources() []scheduler.SourceObject
-	Source(name string) (scheduler.SourceObject, error)
+	Sources() []view.SourceObject
+	Source(name string) (view.SourceObject, error)
 	// ExplainSources, ExplainAll and ExplainSource are the source objects
 	// with their "why" (what GET /api/sources answers, by chunks).
-	ExplainSources(names []string) []scheduler.Explained
-	ExplainAll(fn func([]scheduler.Explained) error) error
-	ExplainSource(name string) (scheduler.Explained, error)
+	ExplainSources(names []string) []view.Explained
+	ExplainAll(fn func([]view.Explained) error) error
+	ExplainSource(name string) (view.Explained, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
-	Reset(name string) (scheduler.SourceObject, error)
-	Pause(name, reason string) (scheduler.SourceObject, error)
-	Resume(name string) (scheduler.SourceObject, error)
+	Reset(name string) (view.SourceObject, error)
+	Pause(name, reason string) (view.SourceObject, error)
+	Resume(name string) (view.SourceObject, error)
 	Trigger(name string) error
 	Ready(ctx context.Context) error
 }

@@ -30,6 +30,8 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -217,7 +219,7 @@ func (f *fixture) upstreamCount() int {
 	return len(f.arrivals)
 }
 
-func (f *fixture) source(name string) scheduler.SourceObject {
+func (f *fixture) source(name string) view.SourceObject {
 	f.t.Helper()
 	o, err := f.sched.Source(name)
 	if err != nil {
@@ -270,7 +272,7 @@ func jsonError(t *testing.T, what string, a answer, code int) {
 // snapshot is everything an unauthorized request must leave as it was: the
 // daemon's view and the store's rows.
 type snapshot struct {
-	api     []scheduler.SourceObject
+	api     []view.SourceObject
 	stored  []store.SourceState
 	history map[string][]store.PollRecord
 }
@@ -327,7 +329,7 @@ func (f *fixture) prepare() {
 				return fmt.Errorf("%s: stored history %v %v", name, h, err)
 			}
 		}
-		if o := f.source("fail"); o.State != scheduler.StateError {
+		if o := f.source("fail"); o.State != policy.StateError {
 			return fmt.Errorf("fail: %+v", o)
 		}
 		st, ok, err := f.st.GetState(context.Background(), "idle")
@@ -389,7 +391,7 @@ func TestUnauthorizedPostChangesNothing(t *testing.T) {
 	if a := f.post("/api/sources/idle/resume", "Bearer  "+token+" ", ""); a.code != http.StatusOK {
 		t.Errorf("resume with the right token: %s", a)
 	}
-	if o := f.source("idle"); o.State == scheduler.StatePaused {
+	if o := f.source("idle"); o.State == policy.StatePaused {
 		t.Errorf("idle still paused after an authorized resume: %+v", o)
 	}
 }
@@ -433,7 +435,7 @@ func TestTokenCheckedExactly(t *testing.T) {
 	if a := f.post("/api/sources/idle/pause", "Bearer "+token, ""); a.code != http.StatusOK {
 		t.Errorf("the right token: %s, want 200", a)
 	}
-	if o := f.source("idle"); o.State != scheduler.StatePaused {
+	if o := f.source("idle"); o.State != policy.StatePaused {
 		t.Errorf("idle not paused by the request with the right token: %+v", o)
 	}
 }
@@ -468,7 +470,7 @@ func TestRequestBodyCapped(t *testing.T) {
 		} else if a.code >= 400 {
 			jsonError(t, c.name, a, a.code)
 		}
-		if got := f.source("idle").State == scheduler.StatePaused; got != c.pause {
+		if got := f.source("idle").State == policy.StatePaused; got != c.pause {
 			t.Errorf("%s: paused = %v, want %v", c.name, got, c.pause)
 		}
 		if h := f.do(http.MethodGet, "/healthz", "", nil); h.code != http.StatusOK {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // doWith sends a request with extra headers; host, when not "", replaces
@@ -127,10 +127,10 @@ func TestSameOriginAndNoOriginPostAccepted(t *testing.T) {
 		name, host, origin, action string
 		want                       string
 	}{
-		{"same origin by IP", "", "http://" + f.hostPort(), "pause", scheduler.StatePaused},
-		{"no Origin", "", "", "resume", scheduler.StatePending},
-		{"same origin by localhost", "localhost:" + f.port(), "http://localhost:" + f.port(), "pause", scheduler.StatePaused},
-		{"same origin, host in capitals", "LOCALHOST:" + f.port(), "http://localhost:" + f.port(), "resume", scheduler.StatePending},
+		{"same origin by IP", "", "http://" + f.hostPort(), "pause", policy.StatePaused},
+		{"no Origin", "", "", "resume", policy.StatePending},
+		{"same origin by localhost", "localhost:" + f.port(), "http://localhost:" + f.port(), "pause", policy.StatePaused},
+		{"same origin, host in capitals", "LOCALHOST:" + f.port(), "http://localhost:" + f.port(), "resume", policy.StatePending},
 	}
 	for _, c := range cases {
 		hdr := map[string][]string{}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // GET /api/sources answers every source at once. At 100,000 sources a
@@ -40,7 +40,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	// sources is a chunk's.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	sep := []byte("[")
-	err := a.c.ExplainAll(func(xs []scheduler.Explained) error {
+	err := a.c.ExplainAll(func(xs []view.Explained) error {
 		for i := range xs {
 			b, err := json.Marshal(&xs[i])
 			if err != nil {

@@ -21,6 +21,8 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -32,7 +34,7 @@ type heldLister struct {
 	release chan struct{}
 }
 
-func (h *heldLister) ExplainAll(fn func([]scheduler.Explained) error) error {
+func (h *heldLister) ExplainAll(fn func([]view.Explained) error) error {
 	n := h.in.Add(1)
 	defer h.in.Add(-1)
 	for m := h.max.Load(); n > m && !h.max.CompareAndSwap(m, n); m = h.max.Load() {
@@ -135,7 +137,7 @@ func TestListingStreamed(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || !bytes.HasSuffix(body, []byte("]\n")) {
 		t.Fatalf("GET /api/sources: %d %q, ends %q", resp.StatusCode, resp.Header.Get("Content-Type"), body[max(0, len(body)-10):])
 	}
-	var list []scheduler.Explained
+	var list []view.Explained
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatalf("GET /api/sources: not a JSON array: %v", err)
 	}
@@ -143,7 +145,7 @@ func TestListingStreamed(t *testing.T) {
 		t.Fatalf("GET /api/sources: %d sources, want %d", len(list), n)
 	}
 	for i, o := range list {
-		if want := fmt.Sprintf("s%06d", i); o.Name != want || o.State != scheduler.StatePending || o.Type != "exec" || o.Why == "" {
+		if want := fmt.Sprintf("s%06d", i); o.Name != want || o.State != policy.StatePending || o.Type != "exec" || o.Why == "" {
 			t.Fatalf("source %d: %s (%s, %s, why %q), want %s pending with its why", i, o.Name, o.Type, o.State, o.Why, want)
 		}
 	}

@@ -33,7 +33,31 @@ type Policy struct {
 // Snapshot is the persistable state of a breaker.
 type Snapshot struct {
 	State string    // Closed, Open or HalfOpen ("" is Closed)
-	Until time.Time // when an Open breaker lets a probe through
+	Until time.Time // when an Open breaker's cooldown ends (see ProbeAt)
+}
+
+// ProbeAt is the first instant at which a breaker open until until lets
+// its probe through: strictly after until, as gobreaker's
+// expiry.Before(now). It is the one statement of the half-open boundary:
+// the breaker admits by it (Breaker.DoAt), the state shown is half-open by
+// it (Snapshot.StateAt) and the scheduler sets the probe's poll at it, so
+// that the three agree to the nanosecond.
+func ProbeAt(until time.Time) time.Time { return until.Add(time.Nanosecond) }
+
+// StateAt is the state of s at now: an Open snapshot whose cooldown has
+// passed (ProbeAt) is HalfOpen, its next call the probe; a state it does
+// not know ("" included) is Closed.
+func (s Snapshot) StateAt(now time.Time) string {
+	switch s.State {
+	case Open:
+		if now.Before(ProbeAt(s.Until)) {
+			return Open
+		}
+		return HalfOpen
+	case HalfOpen:
+		return HalfOpen
+	}
+	return Closed
 }
 
 // Exclude marks err as neither success nor failure for the breaker
@@ -75,15 +99,13 @@ type Breaker struct {
 	state    string
 	failures uint32
 	until    time.Time
-
-	now func() time.Time // the clock: time.Now unless WithClock
 }
 
 // New returns a breaker restored to snap, with failures consecutive
 // failures already counted (only meaningful while closed). A state it does
 // not know ("" included) is Closed.
 func New(p Policy, snap Snapshot, failures int) *Breaker {
-	b := &Breaker{threshold: clampUint32(p.Failures), cooldown: p.Cooldown, state: Closed, now: time.Now}
+	b := &Breaker{threshold: clampUint32(p.Failures), cooldown: p.Cooldown, state: Closed}
 	if b.cooldown <= 0 {
 		b.cooldown = time.Minute
 	}
@@ -98,19 +120,17 @@ func New(p Policy, snap Snapshot, failures int) *Breaker {
 	return b
 }
 
-// WithClock makes b read the time from now instead of time.Now (a
-// scheduler's injected clock, so that its cooldowns and the scheduler's
-// times are read on the same clock) and returns b. Call it before b is
-// used.
-func (b *Breaker) WithClock(now func() time.Time) *Breaker {
-	b.now = now
-	return b
-}
+// Do is DoAt on the real clock (time.Now).
+func (b *Breaker) Do(fn func() error) error { return b.DoAt(time.Now, fn) }
 
-// Do calls fn unless the breaker rejects it, in which case it returns
+// DoAt calls fn unless the breaker rejects it, in which case it returns
 // ErrOpen without calling fn. fn's error is returned as is, unwrapped from
-// Exclude. A panic in fn counts as a failure and is passed on.
-func (b *Breaker) Do(fn func() error) error {
+// Exclude. A panic in fn counts as a failure and is passed on. The breaker
+// keeps no clock: it reads the time from the caller's now, when the call
+// is admitted and when it ends (a cooldown starts then), so that a
+// scheduler's cooldowns are read on its injected clock, as x/time/rate's
+// AllowN(t, n) takes its time from the caller.
+func (b *Breaker) DoAt(now func() time.Time, fn func() error) error {
 	if !b.call.TryLock() {
 		// A call is in flight. Only a closed breaker queues behind it; an
 		// open or half-open one lets exactly one probe through.
@@ -120,18 +140,18 @@ func (b *Breaker) Do(fn func() error) error {
 		b.call.Lock()
 	}
 	defer b.call.Unlock()
-	if !b.admit(b.now()) {
+	if !b.admit(now()) {
 		return ErrOpen
 	}
 	ended := false
 	defer func() {
 		if !ended {
-			b.record(errPanic, b.now())
+			b.record(errPanic, now())
 		}
 	}()
 	err := fn()
 	ended = true
-	b.record(err, b.now())
+	b.record(err, now())
 	// Strip the Exclude wrapper itself; an error that merely wraps an
 	// excluded one is returned as is, with its context.
 	for {
@@ -152,7 +172,7 @@ func (b *Breaker) admit(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state == Open {
-		if !b.until.Before(now) {
+		if now.Before(ProbeAt(b.until)) {
 			return false
 		}
 		b.state, b.until = HalfOpen, time.Time{}
@@ -189,8 +209,9 @@ func (b *Breaker) open(now time.Time) {
 	b.state, b.failures, b.until = Open, 0, now.Add(b.cooldown)
 }
 
-// Snapshot returns the current state. An Open breaker whose Until has passed
-// is reported as Open still; callers compare Until with their clock.
+// Snapshot returns the current state. An Open breaker whose cooldown has
+// passed is reported as Open still; callers read it at their clock's time
+// (Snapshot.StateAt).
 func (b *Breaker) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -43,7 +43,7 @@ func refState(s gobreaker.State) string {
 // stateAt is b's state as gobreaker reports it at now: an open breaker
 // whose cooldown has passed (strictly) is half-open, its next call the
 // probe (Breaker reports it Open until that call; the scheduler compares
-// Until with its clock, see breakerOf).
+// Until with its clock, see Snapshot.StateAt and policy.BreakerOf).
 func stateAt(b *Breaker, now time.Time) string {
 	s := b.Snapshot()
 	if s.State == Open && s.Until.Before(now) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -28,10 +28,10 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	defer f.redact(&err)
 	var allErrored *bool
 	var reason *string
-	if action == scheduler.ActionReset {
+	if action == policy.ActionReset {
 		allErrored = f.Bool("all-errored", false, "reset every source in the error state")
 	}
-	if action == scheduler.ActionPause {
+	if action == policy.ActionPause {
 		reason = f.String("reason", "", "why the source is paused")
 	}
 	pos, err := f.parse(args)
@@ -90,9 +90,9 @@ func checkActionArgs(action string, pos []string, all bool) error {
 	case all && len(pos) > 0:
 		return usagef("reset takes NAME... or -all-errored, not both")
 	case all:
-	case action == scheduler.ActionReset && len(pos) == 0:
+	case action == policy.ActionReset && len(pos) == 0:
 		return usagef("reset needs NAME... or -all-errored")
-	case action != scheduler.ActionReset && len(pos) != 1:
+	case action != policy.ActionReset && len(pos) != 1:
 		return usagef("%s takes one NAME", action)
 	}
 	return nil
@@ -111,7 +111,7 @@ func openForAction(cfg *config.Config, action string) (st *store.Store, pid int,
 	if pid, running, err = store.Holder(cfg.Store); err != nil {
 		return nil, 0, false, nil, err
 	}
-	if !running && action == scheduler.ActionTrigger {
+	if !running && action == policy.ActionTrigger {
 		return nil, 0, false, nil, fmt.Errorf("trigger needs a running daemon; none holds store %s", cfg.Redactor().Redact(cfg.Store))
 	}
 	var lock *store.Lock
@@ -161,9 +161,9 @@ func erroredSources(ctx context.Context, st *store.Store, cfg *config.Config) ([
 
 func pastTense(action string) string {
 	switch action {
-	case scheduler.ActionReset:
+	case policy.ActionReset:
 		return "reset"
-	case scheduler.ActionTrigger:
+	case policy.ActionTrigger:
 		return "triggered"
 	}
 	return action + "d"
@@ -254,7 +254,7 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		// without one rather than see a changed configuration.
 		cur = store.SourceState{Name: name}
 	}
-	next, err := scheduler.ApplyAction(action, src, cur, reason, time.Now())
+	next, err := policy.ApplyAction(action, src, cur, reason, time.Now())
 	if err != nil {
 		return err
 	}

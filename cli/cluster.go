@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/cluster"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -168,7 +169,7 @@ func (o shardOwners) of(src *config.Source) *string {
 }
 
 // print prints the status table, with the owner column on a cluster.
-func (o shardOwners) print(w io.Writer, objs []scheduler.Explained, now time.Time) {
+func (o shardOwners) print(w io.Writer, objs []view.Explained, now time.Time) {
 	if o == nil {
 		printStatusTable(w, objs, now)
 		return

@@ -11,7 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -47,18 +47,18 @@ func cmdStatus(args []string, env Env) (err error) {
 		return err
 	}
 	now := time.Now()
-	view := statusView(cfg, states, owners, now)
+	viewOf := statusView(cfg, states, owners, now)
 	if only != nil {
-		o := view(only)
+		o := viewOf(only)
 		if *asJSON {
 			return printJSON(env.Stdout, o)
 		}
-		owners.print(env.Stdout, []scheduler.Explained{o}, now)
+		owners.print(env.Stdout, []view.Explained{o}, now)
 		return nil
 	}
-	objs := make([]scheduler.Explained, 0, len(cfg.Sources))
+	objs := make([]view.Explained, 0, len(cfg.Sources))
 	for i := range cfg.Sources {
-		objs = append(objs, view(cfg.Sources[i]))
+		objs = append(objs, viewOf(cfg.Sources[i]))
 	}
 	if *asJSON {
 		return printJSON(env.Stdout, objs)
@@ -114,22 +114,22 @@ func readStates(cfg *config.Config, only *config.Source) (map[string]store.Sourc
 // of a source from its stored state at now; a source never stored is
 // pending. The daemon's queues are not in the store: Explain gets no
 // QueueInfo.
-func statusView(cfg *config.Config, byName map[string]store.SourceState, owners shardOwners, now time.Time) func(*config.Source) scheduler.Explained {
+func statusView(cfg *config.Config, byName map[string]store.SourceState, owners shardOwners, now time.Time) func(*config.Source) view.Explained {
 	redact := cfg.Redactor().Redact
-	return func(src *config.Source) scheduler.Explained {
+	return func(src *config.Source) view.Explained {
 		s, ok := byName[src.Name]
 		if !ok {
 			s = store.SourceState{Name: src.Name}
 		}
-		o := scheduler.Explained{SourceObject: scheduler.View(src, &s, now, redact),
-			Why: scheduler.Explain(src, &s, now, scheduler.QueueInfo{}, redact)}
+		o := view.Explained{SourceObject: view.View(src, &s, now, redact),
+			Why: view.Explain(src, &s, now, view.QueueInfo{}, redact)}
 		o.Owner = owners.of(src)
 		return o
 	}
 }
 
 // printStatusTable prints an aligned table a person can read at a glance.
-func printStatusTable(w io.Writer, objs []scheduler.Explained, now time.Time) {
+func printStatusTable(w io.Writer, objs []view.Explained, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR\tWHY")
 	for _, o := range objs {

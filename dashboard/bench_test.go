@@ -11,7 +11,8 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/dashboard"
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -19,8 +20,8 @@ import (
 // benchmark only (the handler tests use the real scheduler). Rows copies
 // its slice per call, as the scheduler does.
 type fakeController struct {
-	rows []scheduler.Row
-	objs map[string]scheduler.Explained
+	rows []srcview.Row
+	objs map[string]srcview.Explained
 	hist []store.PollRecord
 }
 
@@ -28,16 +29,16 @@ var _ dashboard.Controller = (*fakeController)(nil)
 
 func newFake(n int) *fakeController {
 	now := time.Now()
-	states := scheduler.AllStates
-	f := &fakeController{objs: make(map[string]scheduler.Explained, n)}
+	states := policy.States()
+	f := &fakeController{objs: make(map[string]srcview.Explained, n)}
 	for i := range n {
 		name := fmt.Sprintf("source-%06d", i)
 		st := states[i%len(states)]
 		next := now.Add(time.Duration(i%3600) * time.Second)
 		last := now.Add(-time.Duration(i%600) * time.Second)
-		f.rows = append(f.rows, scheduler.Row{Name: name, Type: "http", State: st, Failures: i % 7, LastSuccess: last.UnixNano(), NextRun: next.UnixNano()})
-		f.objs[name] = scheduler.Explained{
-			SourceObject: scheduler.SourceObject{Name: name, Type: "http", Schedule: "@every 1m", State: st, ConsecutiveFailures: i % 7,
+		f.rows = append(f.rows, srcview.Row{Name: name, Type: "http", State: st, Failures: i % 7, LastSuccess: last.UnixNano(), NextRun: next.UnixNano()})
+		f.objs[name] = srcview.Explained{
+			SourceObject: srcview.SourceObject{Name: name, Type: "http", Schedule: "@every 1m", State: st, ConsecutiveFailures: i % 7,
 				Breaker: "closed", NextRunAt: &next, LastRunAt: &last, LastSuccessAt: &last,
 				LastError: "GET https://example.com/" + name + ": 502 Bad Gateway"},
 			Why: "backoff: failure 3 of 10, next attempt in 42 s",
@@ -53,15 +54,15 @@ func newFake(n int) *fakeController {
 	return f
 }
 
-func (f *fakeController) Rows() []scheduler.Row { return append([]scheduler.Row(nil), f.rows...) }
-func (f *fakeController) ExplainSources(names []string) []scheduler.Explained {
-	out := make([]scheduler.Explained, 0, len(names))
+func (f *fakeController) Rows() []srcview.Row { return append([]srcview.Row(nil), f.rows...) }
+func (f *fakeController) ExplainSources(names []string) []srcview.Explained {
+	out := make([]srcview.Explained, 0, len(names))
 	for _, n := range names {
 		out = append(out, f.objs[n])
 	}
 	return out
 }
-func (f *fakeController) ExplainSource(name string) (scheduler.Explained, error) {
+func (f *fakeController) ExplainSource(name string) (srcview.Explained, error) {
 	return f.objs[name], nil
 }
 func (f *fakeController) SourceConfig(name string) (config.Source, *config.Redactor, error) {
@@ -77,14 +78,14 @@ func (f *fakeController) Histories(_ context.Context, names []string, _ int) (ma
 	}
 	return out, nil
 }
-func (f *fakeController) Reset(string) (scheduler.SourceObject, error) {
-	return scheduler.SourceObject{}, nil
+func (f *fakeController) Reset(string) (srcview.SourceObject, error) {
+	return srcview.SourceObject{}, nil
 }
-func (f *fakeController) Pause(string, string) (scheduler.SourceObject, error) {
-	return scheduler.SourceObject{}, nil
+func (f *fakeController) Pause(string, string) (srcview.SourceObject, error) {
+	return srcview.SourceObject{}, nil
 }
-func (f *fakeController) Resume(string) (scheduler.SourceObject, error) {
-	return scheduler.SourceObject{}, nil
+func (f *fakeController) Resume(string) (srcview.SourceObject, error) {
+	return srcview.SourceObject{}, nil
 }
 func (f *fakeController) Trigger(string) error        { return nil }
 func (f *fakeController) Ready(context.Context) error { return nil }

@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/dashboard"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // counting is the real scheduler seen through the dashboard's Controller,
@@ -32,7 +33,7 @@ type counting struct {
 	holdRows atomic.Pointer[chan struct{}] // nil: no hold
 }
 
-func (c *counting) Rows() []scheduler.Row {
+func (c *counting) Rows() []srcview.Row {
 	c.rows.Add(1)
 	if h := c.holdRows.Load(); h != nil {
 		<-*h
@@ -40,7 +41,7 @@ func (c *counting) Rows() []scheduler.Row {
 	return c.Scheduler.Rows()
 }
 
-func (c *counting) ExplainSources(names []string) []scheduler.Explained {
+func (c *counting) ExplainSources(names []string) []srcview.Explained {
 	n := c.in.Add(1)
 	defer c.in.Add(-1)
 	for m := c.max.Load(); n > m && !c.max.CompareAndSwap(m, n); m = c.max.Load() {
@@ -236,7 +237,7 @@ func TestTablePageAllocs(t *testing.T) {
 	const n = 20_000
 	small := allocPerPage(t, 200)
 	large := allocPerPage(t, n)
-	rowsBytes := uint64(n) * uint64(unsafe.Sizeof(scheduler.Row{}))
+	rowsBytes := uint64(n) * uint64(unsafe.Sizeof(srcview.Row{}))
 	t.Logf("allocated per sorted page: %d B at 200 sources, %d B at %d (a copy of the rows: %d B)", small, large, n, rowsBytes)
 	if large > small+rowsBytes/2 {
 		t.Errorf("a sorted page allocates %d B at %d sources and %d B at 200: %d B more, want under half a copy of the rows (%d B)",

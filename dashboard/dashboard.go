@@ -24,6 +24,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -38,15 +39,15 @@ var staticFS embed.FS
 // page scans the store (Histories reads the records of the rows shown, in
 // one go; History those of a source page).
 type Controller interface {
-	Rows() []scheduler.Row
-	ExplainSources(names []string) []scheduler.Explained
-	ExplainSource(name string) (scheduler.Explained, error)
+	Rows() []srcview.Row
+	ExplainSources(names []string) []srcview.Explained
+	ExplainSource(name string) (srcview.Explained, error)
 	SourceConfig(name string) (config.Source, *config.Redactor, error)
 	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
 	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
-	Reset(name string) (scheduler.SourceObject, error)
-	Pause(name, reason string) (scheduler.SourceObject, error)
-	Resume(name string) (scheduler.SourceObject, error)
+	Reset(name string) (srcview.SourceObject, error)
+	Pause(name, reason string) (srcview.SourceObject, error)
+	Resume(name string) (srcview.SourceObject, error)
 	Trigger(name string) error
 	Ready(ctx context.Context) error
 	Load() (inflight, limit int)

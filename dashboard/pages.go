@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -89,7 +91,7 @@ type column struct {
 
 // rowView is a row of the table.
 type rowView struct {
-	scheduler.Explained
+	srcview.Explained
 	Strip []stripItem
 }
 
@@ -154,7 +156,7 @@ func (d *Dashboard) liveData(ctx context.Context, q listQuery, b base) (l liveDa
 		return l, false
 	}
 	l = liveData{Now: b.Now, Authorized: b.Authorized, Back: q.href(q.Page), Total: len(snap.rows), Query: q, StoreErr: snap.storeErr}
-	for _, st := range scheduler.AllStates {
+	for _, st := range policy.States() {
 		fq := listQuery{State: st, Q: q.Q, Sort: q.Sort, Desc: q.Desc}
 		l.Counts = append(l.Counts, stateCount{State: st, N: snap.counts[st], Href: fq.href(1)})
 	}
@@ -229,7 +231,7 @@ func strip(recs []store.PollRecord) []stripItem {
 // sourcePage is a source's page (contract 11.3).
 type sourcePage struct {
 	base
-	Source   scheduler.Explained
+	Source   srcview.Explained
 	Settings []setting
 	History  []store.PollRecord
 	Strip    []stripItem
@@ -270,13 +272,13 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 	var err error
 	done := ""
 	switch act {
-	case scheduler.ActionReset:
+	case policy.ActionReset:
 		_, err = d.c.Reset(name)
 		done = "reset"
-	case scheduler.ActionTrigger:
+	case policy.ActionTrigger:
 		err = d.c.Trigger(name)
 		done = "triggered: it polls as soon as it gets its permits"
-	case scheduler.ActionPause:
+	case policy.ActionPause:
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		if len(reason) > 500 {
 			d.fail(w, r, http.StatusBadRequest, "reason: longer than 500 bytes")
@@ -284,7 +286,7 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = d.c.Pause(name, reason)
 		done = "paused"
-	case scheduler.ActionResume:
+	case policy.ActionResume:
 		_, err = d.c.Resume(name)
 		done = "resumed"
 	default:

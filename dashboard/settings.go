@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // setting is one line of a source's settings, secrets masked.
@@ -25,12 +26,12 @@ func settings(src *config.Source, redact func(string) string) []setting {
 	out := []setting{
 		{"type", src.Type},
 		{"schedule", redact(src.ScheduleSpec)},
-		{"timeout", scheduler.ShortDuration(src.Timeout)},
+		{"timeout", srcview.ShortDuration(src.Timeout)},
 		{"backoff", fmt.Sprintf("initial %s, max %s, multiplier %g, jitter %g",
-			scheduler.ShortDuration(src.Backoff.Initial), scheduler.ShortDuration(src.Backoff.Max), src.Backoff.Multiplier, src.Backoff.Jitter)},
+			srcview.ShortDuration(src.Backoff.Initial), srcview.ShortDuration(src.Backoff.Max), src.Backoff.Multiplier, src.Backoff.Jitter)},
 	}
 	if src.Breaker.Failures > 0 {
-		out = append(out, setting{"breaker", fmt.Sprintf("opens after %d failures, cooldown %s", src.Breaker.Failures, scheduler.ShortDuration(src.Breaker.Cooldown))})
+		out = append(out, setting{"breaker", fmt.Sprintf("opens after %d failures, cooldown %s", src.Breaker.Failures, srcview.ShortDuration(src.Breaker.Cooldown))})
 	} else {
 		out = append(out, setting{"breaker", "disabled"})
 	}
@@ -40,7 +41,7 @@ func settings(src *config.Source, redact func(string) string) []setting {
 		out = append(out, setting{"error_after", "never"})
 	}
 	if src.ErrorReprobe > 0 {
-		out = append(out, setting{"error_reprobe", "every " + scheduler.ShortDuration(src.ErrorReprobe) + " while in error"})
+		out = append(out, setting{"error_reprobe", "every " + srcview.ShortDuration(src.ErrorReprobe) + " while in error"})
 	}
 	if src.Limit != "" {
 		out = append(out, setting{"limit", src.Limit})
@@ -140,7 +141,7 @@ func (d *Dashboard) funcs() template.FuncMap {
 			}
 			return strconv.Itoa(*p)
 		},
-		"states":    func() []string { return scheduler.AllStates[:] },
+		"states":    func() []string { s := policy.States(); return s[:] },
 		"refreshMs": func() int64 { return d.refresh.Milliseconds() },
 	}
 }
@@ -152,7 +153,7 @@ func relativeTo(t, now time.Time) string {
 	case d > -time.Second && d < time.Second:
 		return "now"
 	case d > 0:
-		return "in " + scheduler.Relative(d)
+		return "in " + srcview.Relative(d)
 	}
-	return scheduler.Relative(-d) + " ago"
+	return srcview.Relative(-d) + " ago"
 }

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // The table of a large daemon is built from a snapshot of its rows shared
@@ -44,7 +45,7 @@ const (
 
 // snapshot is the table's rows at one moment, read-only once built.
 type snapshot struct {
-	rows     []scheduler.Row
+	rows     []srcview.Row
 	counts   map[string]int // per state
 	storeErr string         // "" = the store was ready
 	built    time.Time      // for its age (time.Now: monotonic)
@@ -176,7 +177,7 @@ func (t *tableCache) build(ctx context.Context, shared bool) *snapshot {
 	if shared {
 		ctx = context.WithoutCancel(ctx)
 	}
-	s := &snapshot{rows: t.c.Rows(), counts: make(map[string]int, len(scheduler.AllStates)), shared: shared}
+	s := &snapshot{rows: t.c.Rows(), counts: make(map[string]int, policy.NumStates), shared: shared}
 	for i := range s.rows {
 		s.counts[s.rows[i].State]++
 	}

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // PerPage is the number of sources on a page of the table.
@@ -19,7 +20,7 @@ const maxSearch = 200
 
 // listQuery is the table's view: ?state=error&q=api&sort=next&order=desc&page=2.
 type listQuery struct {
-	State string // "" or one of scheduler.AllStates
+	State string // "" or one of policy.States
 	Q     string // substring of the name
 	Sort  string // a key of sorter; "" = configuration order
 	Desc  bool
@@ -28,20 +29,20 @@ type listQuery struct {
 
 // sorter returns the order of a column ("name", "type", "state",
 // "failures", "success", "next"), or nil for an unknown key.
-func sorter(key string) func(a, b *scheduler.Row) int {
+func sorter(key string) func(a, b *srcview.Row) int {
 	switch key {
 	case "name":
-		return func(a, b *scheduler.Row) int { return strings.Compare(a.Name, b.Name) }
+		return func(a, b *srcview.Row) int { return strings.Compare(a.Name, b.Name) }
 	case "type":
-		return func(a, b *scheduler.Row) int { return strings.Compare(a.Type, b.Type) }
+		return func(a, b *srcview.Row) int { return strings.Compare(a.Type, b.Type) }
 	case "state":
-		return func(a, b *scheduler.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
+		return func(a, b *srcview.Row) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) }
 	case "failures":
-		return func(a, b *scheduler.Row) int { return cmp.Compare(a.Failures, b.Failures) }
+		return func(a, b *srcview.Row) int { return cmp.Compare(a.Failures, b.Failures) }
 	case "success":
-		return func(a, b *scheduler.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
+		return func(a, b *srcview.Row) int { return cmpTime(a.LastSuccess, b.LastSuccess) }
 	case "next":
-		return func(a, b *scheduler.Row) int { return cmpTime(a.NextRun, b.NextRun) }
+		return func(a, b *srcview.Row) int { return cmpTime(a.NextRun, b.NextRun) }
 	}
 	return nil
 }
@@ -61,8 +62,8 @@ func cmpTime(a, b int64) int {
 
 // stateRank orders states from the worst (error) to the calmest.
 func stateRank(s string) int {
-	for i, st := range []string{scheduler.StateError, scheduler.StateOpen, scheduler.StateHalfOpen,
-		scheduler.StateBackoff, scheduler.StateThrottled, scheduler.StatePaused, scheduler.StatePending, scheduler.StateOK} {
+	for i, st := range []string{policy.StateError, policy.StateOpen, policy.StateHalfOpen,
+		policy.StateBackoff, policy.StateThrottled, policy.StatePaused, policy.StatePending, policy.StateOK} {
 		if s == st {
 			return i
 		}
@@ -73,8 +74,8 @@ func stateRank(s string) int {
 // parseQuery reads the table's parameters; a bad one is an error naming it.
 func parseQuery(v url.Values) (listQuery, error) {
 	q := listQuery{State: v.Get("state"), Q: strings.TrimSpace(v.Get("q")), Sort: v.Get("sort"), Page: 1}
-	if q.State != "" && !slices.Contains(scheduler.AllStates[:], q.State) {
-		return q, fmt.Errorf("state: %q is not one of %s", q.State, strings.Join(scheduler.AllStates[:], ", "))
+	if states := policy.States(); q.State != "" && !slices.Contains(states[:], q.State) {
+		return q, fmt.Errorf("state: %q is not one of %s", q.State, strings.Join(states[:], ", "))
 	}
 	if len(q.Q) > maxSearch {
 		return q, fmt.Errorf("q: longer than %d bytes", maxSearch)
@@ -130,9 +131,9 @@ func (q listQuery) href(page int) string {
 
 // selection is one page of the table.
 type selection struct {
-	Rows    []scheduler.Row // the page's rows
-	Matched int             // rows that pass the filter and the search
-	Page    int             // the page shown (clamped to the last one)
+	Rows    []srcview.Row // the page's rows
+	Matched int           // rows that pass the filter and the search
+	Page    int           // the page shown (clamped to the last one)
 	Pages   int
 }
 
@@ -148,7 +149,7 @@ func selectRows(s *snapshot, q listQuery) selection {
 	sel := selection{Matched: n, Pages: max(1, (n+PerPage-1)/PerPage)}
 	sel.Page = min(q.Page, sel.Pages)
 	lo, hi := (sel.Page-1)*PerPage, min(sel.Page*PerPage, n)
-	sel.Rows = make([]scheduler.Row, 0, max(hi-lo, 0))
+	sel.Rows = make([]srcview.Row, 0, max(hi-lo, 0))
 	for i := lo; i < hi; i++ {
 		if all {
 			sel.Rows = append(sel.Rows, s.rows[i])

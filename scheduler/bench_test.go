@@ -33,6 +33,7 @@ import (
 
 	"github.com/pacer-dev/pacer/bench"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -103,14 +104,14 @@ func writeBenchConfig(b *testing.B, dir string, n int, schedule string, conc int
 // time of the call minus the tick it serves (for "@every" schedules the
 // tick is computable from the source's phase).
 type noopPoller struct {
-	tm  timing
+	tm  policy.Timing
 	rec *lagRecorder
 }
 
 func (p noopPoller) Poll(context.Context) sources.Result {
-	if p.rec != nil && p.tm.every > 0 {
+	if p.rec != nil && p.tm.Every > 0 {
 		now := time.Now()
-		due := p.tm.next(now.Add(-p.tm.every)) // the tick in (now-every, now]
+		due := p.tm.Next(now.Add(-p.tm.Every)) // the tick in (now-every, now]
 		p.rec.add(now.Sub(due))
 	}
 	return sources.Result{StatusCode: 200, ExitCode: -1}
@@ -217,9 +218,9 @@ func startCron(b *testing.B, n int, rec *lagRecorder) *cron.Cron {
 // spreadSchedule gives cron/v3 pacer's own "@every" activations (a
 // per-source phase, to the nanosecond), so that its runner is measured on
 // exactly the schedules pacer runs.
-type spreadSchedule struct{ tm timing }
+type spreadSchedule struct{ tm policy.Timing }
 
-func (s spreadSchedule) Next(t time.Time) time.Time { return s.tm.next(t) }
+func (s spreadSchedule) Next(t time.Time) time.Time { return s.tm.Next(t) }
 
 // startCronSpread starts cron/v3's Cron runner with n no-op jobs on the
 // schedules of pacer's n sources ("@every 1m", phases spread by name).
@@ -228,10 +229,10 @@ func startCronSpread(b *testing.B, cfg *config.Config, rec *lagRecorder) *cron.C
 	b.Helper()
 	c := cron.New()
 	for i := range cfg.Sources {
-		tm := newTiming(cfg.Sources[i].Name, cfg.Sources[i].Schedule)
+		tm := policy.NewTiming(cfg.Sources[i].Name, cfg.Sources[i].Schedule)
 		c.Schedule(spreadSchedule{tm}, cron.FuncJob(func() {
 			now := time.Now()
-			rec.add(now.Sub(tm.next(now.Add(-tm.every))))
+			rec.add(now.Sub(tm.Next(now.Add(-tm.Every))))
 		}))
 	}
 	c.Start()
@@ -271,7 +272,7 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 			rec, cronRec := &lagRecorder{}, &lagRecorder{}
 			var cronP99s []float64
 			newPoller := func(src *config.Source) (sources.Poller, error) {
-				return noopPoller{tm: newTiming(src.Name, src.Schedule), rec: rec}, nil
+				return noopPoller{tm: policy.NewTiming(src.Name, src.Schedule), rec: rec}, nil
 			}
 			var pacerCPU, cronCPU, ratios, p50s, p99s, maxs []float64
 			var spreadCPU, spreadP99s, storeCPU, schedCPU []float64

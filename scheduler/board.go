@@ -5,31 +5,13 @@ import (
 	"fmt"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // This file holds the read-only views of the running scheduler that the
 // dashboard and the API's "why" field need. None of them changes anything.
-
-// Explained is a source object with Why, the explanation of its wait
-// (Explain). It is the admin API's source object: "why" is a field added to
-// those of contract section 4.
-type Explained struct {
-	SourceObject
-	Why string `json:"why"`
-}
-
-// Row is one source as the dashboard's table filters and sorts it: the
-// few fields it needs, copied in one pass, so that a page over 100,000
-// sources builds no full source object but those it shows.
-type Row struct {
-	Name        string
-	Type        string
-	State       string
-	Failures    int
-	LastSuccess int64 // UnixNano; 0 = none
-	NextRun     int64 // UnixNano; 0 = none (also in error and paused)
-}
 
 // viewChunk is how many sources Rows and ExplainSources(nil) read per
 // hold of the scheduler's lock. A pass over 100,000 sources under one hold
@@ -53,9 +35,9 @@ func (s *Scheduler) configured() []*config.Source {
 // Each row is read under the scheduler's lock, consistent on its own; the
 // lock is released between chunks of viewChunk sources, so two rows may
 // be read a moment apart.
-func (s *Scheduler) Rows() []Row {
+func (s *Scheduler) Rows() []view.Row {
 	srcs := s.configured()
-	out := make([]Row, 0, len(srcs))
+	out := make([]view.Row, 0, len(srcs))
 	for lo := 0; lo < len(srcs); lo += viewChunk {
 		s.mu.Lock()
 		now := s.clock.Now()
@@ -64,11 +46,11 @@ func (s *Scheduler) Rows() []Row {
 			if e == nil || e.removed {
 				continue
 			}
-			r := Row{Name: e.name, Type: e.src.Type, State: StateOf(&e.st, now), Failures: e.st.ConsecutiveFailures}
+			r := view.Row{Name: e.name, Type: e.src.Type, State: policy.StateOf(&e.st, now), Failures: e.st.ConsecutiveFailures}
 			if t := e.st.LastSuccessAt; t != nil && !t.IsZero() {
 				r.LastSuccess = t.UnixNano()
 			}
-			if t := e.st.NextRunAt; t != nil && !t.IsZero() && r.State != StateError && r.State != StatePaused {
+			if t := e.st.NextRunAt; t != nil && !t.IsZero() && r.State != policy.StateError && r.State != policy.StatePaused {
 				r.NextRun = t.UnixNano()
 			}
 			out = append(out, r)
@@ -89,15 +71,15 @@ func (s *Scheduler) betweenChunks() {
 // ExplainSources returns the named sources (unknown names are left out),
 // in the order given, or every source in configuration order when names is
 // nil (ExplainAll), each with the explanation of its wait.
-func (s *Scheduler) ExplainSources(names []string) []Explained {
+func (s *Scheduler) ExplainSources(names []string) []view.Explained {
 	if names == nil {
-		var out []Explained
-		_ = s.ExplainAll(func(xs []Explained) error { // fn never fails
+		var out []view.Explained
+		_ = s.ExplainAll(func(xs []view.Explained) error { // fn never fails
 			out = append(out, xs...)
 			return nil
 		})
 		if out == nil {
-			out = []Explained{}
+			out = []view.Explained{}
 		}
 		return out
 	}
@@ -119,11 +101,11 @@ func (s *Scheduler) ExplainSources(names []string) []Explained {
 // first error, which ends the pass. GET /api/sources streams them: at
 // 100,000 sources the whole list held about 126 MiB while it was built
 // and written.
-func (s *Scheduler) ExplainAll(fn func([]Explained) error) error {
+func (s *Scheduler) ExplainAll(fn func([]view.Explained) error) error {
 	remote := s.remoteStates(nil)
 	srcs := s.configured()
 	es := make([]*entry, 0, min(len(srcs), viewChunk))
-	out := make([]Explained, 0, min(len(srcs), viewChunk))
+	out := make([]view.Explained, 0, min(len(srcs), viewChunk))
 	for lo := 0; lo < len(srcs); lo += viewChunk {
 		s.mu.Lock()
 		es = es[:0]
@@ -144,7 +126,7 @@ func (s *Scheduler) ExplainAll(fn func([]Explained) error) error {
 
 // explain appends the source objects of es, with their explanations, to
 // out. mu held.
-func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, out []Explained) []Explained {
+func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, out []view.Explained) []view.Explained {
 	now := s.clock.Now()
 	qs := s.queueInfo(es)
 	for _, e := range es {
@@ -152,9 +134,9 @@ func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, ou
 		if r, ok := remote[e.name]; ok && s.dormant(e) {
 			st = &r // another member's source: as its owner committed it
 		}
-		x := Explained{
-			SourceObject: View(e.src, st, now, s.redact.Redact),
-			Why:          Explain(e.src, st, now, qs[e], s.redact.Redact),
+		x := view.Explained{
+			SourceObject: view.View(e.src, st, now, s.redact.Redact),
+			Why:          view.Explain(e.src, st, now, qs[e], s.redact.Redact),
 		}
 		x.Owner = s.owner(e)
 		out = append(out, x)
@@ -163,16 +145,16 @@ func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, ou
 }
 
 // ExplainSource returns one source with its explanation, or ErrNotFound.
-func (s *Scheduler) ExplainSource(name string) (Explained, error) {
+func (s *Scheduler) ExplainSource(name string) (view.Explained, error) {
 	s.mu.Lock()
 	_, err := s.entry(name)
 	s.mu.Unlock()
 	if err != nil {
-		return Explained{}, err
+		return view.Explained{}, err
 	}
 	out := s.ExplainSources([]string{name})
 	if len(out) == 0 { // removed by a reload in between
-		return Explained{}, ErrNotFound
+		return view.Explained{}, ErrNotFound
 	}
 	return out[0], nil
 }
@@ -239,7 +221,7 @@ func (s *Scheduler) SourceConfig(name string) (config.Source, *config.Redactor, 
 // queue and over the queue of each group one of them belongs to. The idle
 // ones get the zero QueueInfo. mu held (the order mu, then a queue's lock,
 // is dispatch's).
-func (s *Scheduler) queueInfo(es []*entry) map[*entry]QueueInfo {
+func (s *Scheduler) queueInfo(es []*entry) map[*entry]view.QueueInfo {
 	want := make(map[*entry]bool)
 	groups := make(map[*group]bool)
 	for _, e := range es {
@@ -250,14 +232,14 @@ func (s *Scheduler) queueInfo(es []*entry) map[*entry]QueueInfo {
 			}
 		}
 	}
-	out := make(map[*entry]QueueInfo, len(want))
+	out := make(map[*entry]view.QueueInfo, len(want))
 	if len(want) == 0 {
 		return out
 	}
 	for e := range want {
-		out[e] = QueueInfo{Busy: true}
+		out[e] = view.QueueInfo{Busy: true}
 	}
-	s.ready.positions(want, QueueGlobal, out)
+	s.ready.positions(want, view.QueueGlobal, out)
 	for g := range groups {
 		g.q.positions(want, g.name, out)
 	}
@@ -266,12 +248,12 @@ func (s *Scheduler) queueInfo(es []*entry) map[*entry]QueueInfo {
 
 // positions records, for each job of q whose entry is in want, the queue's
 // name and the number of jobs ahead of it.
-func (q *fifo) positions(want map[*entry]bool, name string, out map[*entry]QueueInfo) {
+func (q *fifo) positions(want map[*entry]bool, name string, out map[*entry]view.QueueInfo) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, j := range q.items[q.head:] {
 		if want[j.e] {
-			out[j.e] = QueueInfo{Busy: true, Queue: name, Ahead: i}
+			out[j.e] = view.QueueInfo{Busy: true, Queue: name, Ahead: i}
 		}
 	}
 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // TestCatchUp: a taken-over source whose due time passed is polled at
@@ -26,7 +28,7 @@ func TestCatchUp(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			due := c.due
-			e := &entry{timing: timing{every: c.every}}
+			e := &entry{timing: policy.Timing{Every: c.every}}
 			e.st.NextRunAt = &due
 			catchUp(e, c.now)
 			if e.st.NextRunAt == nil || !e.st.NextRunAt.Equal(c.want) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -54,14 +55,14 @@ func (s *Scheduler) abandonPolls(now time.Time) int {
 		j.abandoned = true
 		n++
 		e := j.e
-		o := outcome{kind: store.OutcomeInterrupted, start: j.claimedAt.Truncate(time.Microsecond),
-			end: now.Truncate(time.Microsecond), err: abandonedError, brk: breaker.Snapshot{State: breaker.Closed}}
+		o := policy.Outcome{Kind: store.OutcomeInterrupted, Start: j.claimedAt.Truncate(time.Microsecond),
+			End: now.Truncate(time.Microsecond), Err: abandonedError, Brk: breaker.Snapshot{State: breaker.Closed}}
 		if e.brk != nil {
-			o.brk = e.brk.Snapshot()
+			o.Brk = e.brk.Snapshot()
 		}
-		s.m.poll(o.kind).Inc()
-		rec := &store.PollRecord{Source: e.name, StartedAt: o.start.UTC(), DurationMs: now.Sub(j.claimedAt).Milliseconds(),
-			Outcome: o.kind, Error: o.err}
+		s.m.poll(o.Kind).Inc()
+		rec := &store.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(j.claimedAt).Milliseconds(),
+			Outcome: o.Kind, Error: o.Err}
 		e.busy = false
 		var evs []store.Event
 		if j.gen == e.gen {

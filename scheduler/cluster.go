@@ -9,6 +9,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -286,7 +287,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 func (s *Scheduler) adopt(e *entry, st store.SourceState, now time.Time) {
 	st.Name = e.name
 	e.st, e.brk, e.localErrs, e.resetPending = st, nil, 0, false
-	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
+	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
 		e.brk = newBreaker(e.src, st)
 	}
 	switch {
@@ -312,11 +313,11 @@ const catchUpWindow = time.Second
 // (backoff, Retry-After, an open breaker). mu held.
 func catchUp(e *entry, now time.Time) {
 	due := e.st.NextRunAt
-	if due == nil || !due.Before(now) || e.timing.every <= 0 {
+	if due == nil || !due.Before(now) || e.timing.Every <= 0 {
 		return
 	}
-	if next := e.timing.next(now); next.Sub(now) < min(e.timing.every/2, catchUpWindow) {
-		e.st.NextRunAt = ptr(ceilMicro(next))
+	if next := e.timing.Next(now); next.Sub(now) < min(e.timing.Every/2, catchUpWindow) {
+		e.st.NextRunAt = policy.UTCPtr(policy.CeilMicro(next))
 	}
 }
 

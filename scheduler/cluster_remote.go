@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -76,13 +77,13 @@ func remoteWaitsOf(w remoteWaits) remoteWaits {
 // once no owner took it within the apply bound. A withdrawal that finds
 // the command claimed means the owner is applying it: its result is
 // awaited (within settle), never reported as applied before it is.
-func (s *Scheduler) remote(action, name, reason string) (SourceObject, error) {
+func (s *Scheduler) remote(action, name, reason string) (view.SourceObject, error) {
 	w := remoteWaitsOf(s.remoteWait)
 	ctx, cancel := context.WithTimeout(context.Background(), w.apply+w.settle+time.Second)
 	defer cancel()
 	c := &store.Command{Source: name, Action: action, Reason: reason}
 	if err := s.cst.EnqueueCommand(ctx, c); err != nil {
-		return SourceObject{}, fmt.Errorf("%s %s: %w", action, name, err)
+		return view.SourceObject{}, fmt.Errorf("%s %s: %w", action, name, err)
 	}
 	start := s.clock.Now()
 	var expireErr error
@@ -96,7 +97,7 @@ func (s *Scheduler) remote(action, name, reason string) (SourceObject, error) {
 			if got.Status == store.CommandPending && now.Sub(start) > w.apply {
 				ok, err := s.cst.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.apply))
 				if err == nil && ok {
-					return SourceObject{}, fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
+					return view.SourceObject{}, fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
 						action, name, w.apply)
 				}
 				// Claimed meanwhile (its result is awaited), or the store
@@ -109,23 +110,23 @@ func (s *Scheduler) remote(action, name, reason string) (SourceObject, error) {
 		}
 	}
 	if expireErr != nil {
-		return SourceObject{}, fmt.Errorf("%s %s: could not withdraw it from the store (%w): the source's owner may still apply it",
+		return view.SourceObject{}, fmt.Errorf("%s %s: could not withdraw it from the store (%w): the source's owner may still apply it",
 			action, name, expireErr)
 	}
-	return SourceObject{}, fmt.Errorf("%s %s: the source's owner took it but did not report its result within %v",
+	return view.SourceObject{}, fmt.Errorf("%s %s: the source's owner took it but did not report its result within %v",
 		action, name, w.apply+w.settle)
 }
 
 // remoteDone reports whether command c has ended, and then the source
 // object (from the store, once applied) or the error to report.
-func (s *Scheduler) remoteDone(ctx context.Context, c store.Command) (bool, SourceObject, error) {
+func (s *Scheduler) remoteDone(ctx context.Context, c store.Command) (bool, view.SourceObject, error) {
 	switch {
 	case c.Status == store.CommandExpired:
-		return true, SourceObject{}, fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, c.Result)
+		return true, view.SourceObject{}, fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, c.Result)
 	case c.Status != store.CommandDone:
-		return false, SourceObject{}, nil
+		return false, view.SourceObject{}, nil
 	case c.Result != "":
-		return true, SourceObject{}, commandError(c)
+		return true, view.SourceObject{}, commandError(c)
 	}
 	o, err := s.storedView(ctx, c.Source)
 	return true, o, err
@@ -143,21 +144,21 @@ func commandError(c store.Command) error {
 }
 
 // storedView is the source object of name from its stored state.
-func (s *Scheduler) storedView(ctx context.Context, name string) (SourceObject, error) {
+func (s *Scheduler) storedView(ctx context.Context, name string) (view.SourceObject, error) {
 	st, found, err := s.store.GetState(ctx, name)
 	if err != nil {
-		return SourceObject{}, fmt.Errorf("read %s: %w", name, err)
+		return view.SourceObject{}, fmt.Errorf("read %s: %w", name, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.entry(name)
 	if err != nil {
-		return SourceObject{}, err
+		return view.SourceObject{}, err
 	}
 	if !found {
 		st = e.st
 	}
-	o := View(e.src, &st, s.clock.Now(), s.redact.Redact)
+	o := view.View(e.src, &st, s.clock.Now(), s.redact.Redact)
 	o.Owner = s.owner(e)
 	return o, nil
 }

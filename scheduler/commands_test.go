@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -70,8 +71,8 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	withdrawn := &store.Command{Source: "withdrawn", Action: ActionPause}
-	kept := &store.Command{Source: "kept", Action: ActionPause}
+	withdrawn := &store.Command{Source: "withdrawn", Action: policy.ActionPause}
+	kept := &store.Command{Source: "kept", Action: policy.ActionPause}
 	for _, c := range []*store.Command{withdrawn, kept} {
 		if err := cli.EnqueueCommand(t.Context(), c); err != nil {
 			t.Fatal(err)
@@ -105,16 +106,16 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 	if got := status(kept); got.Result != "" {
 		t.Errorf("kept command = %+v; want done without error", got)
 	}
-	if o, _ := s.Source("kept"); o.State != StatePaused {
+	if o, _ := s.Source("kept"); o.State != policy.StatePaused {
 		t.Errorf("kept: %s, want paused", o.State)
 	}
 	// A later command done: the loop made passes after the withdrawal.
-	marker := &store.Command{Source: "kept", Action: ActionReset}
+	marker := &store.Command{Source: "kept", Action: policy.ActionReset}
 	if err := cli.EnqueueCommand(t.Context(), marker); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a later command done", 10*time.Second, func() bool { return status(marker).Status == store.CommandDone })
-	if o, _ := s.Source("withdrawn"); o.State == StatePaused {
+	if o, _ := s.Source("withdrawn"); o.State == policy.StatePaused {
 		t.Errorf("the withdrawn pause was applied: %+v", o)
 	}
 	if got := status(withdrawn); got.Status != store.CommandExpired || got.Result != "expired: test" {
@@ -155,15 +156,15 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 		claimed bool
 		want    string
 	}{
-		{store.Command{Source: "paused", Action: ActionPause, Reason: "kept"}, true, ""},
-		{store.Command{Source: "notpaused", Action: ActionPause, Reason: "lost"}, true, orphanLost},
-		{store.Command{Source: "paused", Action: ActionResume}, true, orphanLost},
-		{store.Command{Source: "notpaused", Action: ActionResume}, true, ""},
-		{store.Command{Source: "failing", Action: ActionReset}, true, orphanLost},
-		{store.Command{Source: "healthy", Action: ActionReset}, true, ""},
-		{store.Command{Source: "healthy", Action: ActionTrigger}, true, orphanTrigger},
-		{store.Command{Source: "gone", Action: ActionPause}, true, orphanLost},
-		{store.Command{Source: "pending", Action: ActionPause, Reason: "now"}, false, ""},
+		{store.Command{Source: "paused", Action: policy.ActionPause, Reason: "kept"}, true, ""},
+		{store.Command{Source: "notpaused", Action: policy.ActionPause, Reason: "lost"}, true, orphanLost},
+		{store.Command{Source: "paused", Action: policy.ActionResume}, true, orphanLost},
+		{store.Command{Source: "notpaused", Action: policy.ActionResume}, true, ""},
+		{store.Command{Source: "failing", Action: policy.ActionReset}, true, orphanLost},
+		{store.Command{Source: "healthy", Action: policy.ActionReset}, true, ""},
+		{store.Command{Source: "healthy", Action: policy.ActionTrigger}, true, orphanTrigger},
+		{store.Command{Source: "gone", Action: policy.ActionPause}, true, orphanLost},
+		{store.Command{Source: "pending", Action: policy.ActionPause, Reason: "now"}, false, ""},
 	}
 	for i := range cases {
 		c := &cases[i].cmd
@@ -187,10 +188,10 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 			t.Errorf("%s %s (claimed %v): result %q, want %q", tc.cmd.Action, tc.cmd.Source, tc.claimed, got.Result, tc.want)
 		}
 	}
-	if o, _ := s.Source("pending"); o.State != StatePaused {
+	if o, _ := s.Source("pending"); o.State != policy.StatePaused {
 		t.Errorf("pending: %s, want paused by its command", o.State)
 	}
-	if o, _ := s.Source("notpaused"); o.State == StatePaused {
+	if o, _ := s.Source("notpaused"); o.State == policy.StatePaused {
 		t.Errorf("notpaused: paused by a command settled as not applied")
 	}
 }

@@ -8,18 +8,20 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // Sources returns every configured source, in configuration order.
-func (s *Scheduler) Sources() []SourceObject {
+func (s *Scheduler) Sources() []view.SourceObject {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	out := make([]SourceObject, 0, len(s.cfg.Sources))
+	out := make([]view.SourceObject, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
 		if e := s.entries[s.cfg.Sources[i].Name]; e != nil {
-			o := View(e.src, &e.st, now, s.redact.Redact)
+			o := view.View(e.src, &e.st, now, s.redact.Redact)
 			o.Owner = s.owner(e)
 			out = append(out, o)
 		}
@@ -28,14 +30,14 @@ func (s *Scheduler) Sources() []SourceObject {
 }
 
 // Source returns one source, or ErrNotFound.
-func (s *Scheduler) Source(name string) (SourceObject, error) {
+func (s *Scheduler) Source(name string) (view.SourceObject, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.entry(name)
 	if err != nil {
-		return SourceObject{}, err
+		return view.SourceObject{}, err
 	}
-	o := View(e.src, &e.st, s.now(), s.redact.Redact)
+	o := view.View(e.src, &e.st, s.now(), s.redact.Redact)
 	o.Owner = s.owner(e)
 	return o, nil
 }
@@ -54,19 +56,19 @@ func (s *Scheduler) entry(name string) (*entry, error) {
 // is applied over its outcome. Like Pause and Resume, it returns once the
 // change is committed (or the store is failing), so that status read from
 // the store right after shows it.
-func (s *Scheduler) Reset(name string) (SourceObject, error) {
-	return s.mutate(name, ActionReset, "")
+func (s *Scheduler) Reset(name string) (view.SourceObject, error) {
+	return s.mutate(name, policy.ActionReset, "")
 }
 
 // Pause stops polling a source until Resume; it survives restarts.
-func (s *Scheduler) Pause(name, reason string) (SourceObject, error) {
-	return s.mutate(name, ActionPause, reason)
+func (s *Scheduler) Pause(name, reason string) (view.SourceObject, error) {
+	return s.mutate(name, policy.ActionPause, reason)
 }
 
 // Resume undoes Pause. The source is next polled at its next tick (or when
 // its breaker lets a probe through, if later).
-func (s *Scheduler) Resume(name string) (SourceObject, error) {
-	return s.mutate(name, ActionResume, "")
+func (s *Scheduler) Resume(name string) (view.SourceObject, error) {
+	return s.mutate(name, policy.ActionResume, "")
 }
 
 // commitWait bounds how long an operator's change waits for its commit.
@@ -78,7 +80,7 @@ const commitWait = 2 * time.Second
 // already polling is left alone.
 func (s *Scheduler) Trigger(name string) error {
 	if s.isRemote(name) {
-		_, err := s.remote(ActionTrigger, name, "")
+		_, err := s.remote(policy.ActionTrigger, name, "")
 		return err
 	}
 	return s.trigger(name)
@@ -110,13 +112,13 @@ func (s *Scheduler) trigger(name string) error {
 // mutate applies an operator's action to a source, logs the state change,
 // persists it and reschedules the source. It returns once the change is
 // committed (or after commitWait), so that the store shows it.
-func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
+func (s *Scheduler) mutate(name, action, reason string) (view.SourceObject, error) {
 	if s.isRemote(name) {
 		return s.remote(action, name, reason)
 	}
 	o, seq, err := s.mutateAsync(name, action, reason)
 	if err != nil {
-		return SourceObject{}, err
+		return view.SourceObject{}, err
 	}
 	s.waitCommitted(name, seq)
 	return o, nil
@@ -133,22 +135,22 @@ func (s *Scheduler) waitCommitted(name string, seq uint64) {
 
 // mutateAsync is mutate without the wait: it returns the flusher's sequence
 // number of the change, for flush.Flusher.WaitSaved.
-func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint64, error) {
+func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject, uint64, error) {
 	s.mu.Lock()
 	e, err := s.entry(name)
 	if err != nil {
 		s.mu.Unlock()
-		return SourceObject{}, 0, err
+		return view.SourceObject{}, 0, err
 	}
 	now := s.now()
-	prev := StateOf(&e.st, now)
-	st, err := applyAction(action, e.st, e.timing, reason, now)
+	prev := policy.StateOf(&e.st, now)
+	st, err := policy.Act(action, e.st, e.timing, reason, now)
 	if err != nil {
 		s.mu.Unlock()
-		return SourceObject{}, 0, err
+		return view.SourceObject{}, 0, err
 	}
 	e.st = st
-	if action == ActionReset {
+	if action == policy.ActionReset {
 		if e.busy {
 			e.resetPending = true
 		} else {
@@ -159,7 +161,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 	s.logChange(e, prev, now, action)
 	s.save(e, nil)
 	s.reschedule(e, now)
-	o, seq := View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
+	o, seq := view.View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
 	s.mu.Unlock()
 	return o, seq, nil
 }
@@ -330,13 +332,13 @@ const resultWait = 30 * time.Second
 // which changes no stored state).
 func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
 	switch action {
-	case ActionReset, ActionPause, ActionResume:
-		if action != ActionPause {
+	case policy.ActionReset, policy.ActionPause, policy.ActionResume:
+		if action != policy.ActionPause {
 			reason = ""
 		}
 		_, seq, err := s.mutateAsync(name, action, reason)
 		return seq, err
-	case ActionTrigger:
+	case policy.ActionTrigger:
 		return 0, s.trigger(name)
 	}
 	return 0, fmt.Errorf("unknown action %q", action)

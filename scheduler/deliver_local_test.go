@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -99,7 +100,7 @@ sources:
 			}
 			delivered = 0
 			for _, o := range h.s.Sources() {
-				if o.State != StatePending && o.State != StateOK {
+				if o.State != policy.StatePending && o.State != policy.StateOK {
 					t.Fatalf("%s entered %s: %+v", o.Name, o.State, o)
 				}
 				if o.ConsecutiveFailures != 0 || o.LastError != "" || o.Breaker != breaker.Closed || o.FailuresTotal != 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // loop dispatches due sources until ctx is done.
@@ -20,7 +21,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		s.mu.Lock()
 		now := s.now()
-		nowNs := nanoKey(now)
+		nowNs := policy.NanoKey(now)
 		// Once shutdown has begun nothing more is dispatched: the workers
 		// take no new job, and a dispatch would log a probe that never runs.
 		for !s.stopped {
@@ -79,8 +80,8 @@ func (s *Scheduler) dispatch(e *entry, now, due time.Time) {
 		due = now
 	}
 	j := &job{e: e, gen: e.gen, due: due, queuedAt: now, trigger: trigger, group: e.group}
-	if breakerSnapshot(&e.st).State == breaker.Open && breakerOf(&e.st, now) == breaker.HalfOpen {
-		s.logChange(e, StateOpen, now, "cooldown over; probing")
+	if policy.SnapshotOf(&e.st).State == breaker.Open && policy.BreakerOf(&e.st, now) == breaker.HalfOpen {
+		s.logChange(e, policy.StateOpen, now, "cooldown over; probing")
 	}
 	if j.group != nil {
 		j.group.q.push(j)
@@ -209,7 +210,7 @@ func (s *Scheduler) requeueAll(q *fifo) {
 }
 
 // untilKey is the wait from the heap key now to the key at, saturated
-// instead of overflowing (at may be latestKey, "as good as never").
+// instead of overflowing (at may be policy.LatestKey, "as good as never").
 func untilKey(at, now int64) time.Duration {
 	if at <= now {
 		return 0
@@ -217,5 +218,5 @@ func untilKey(at, now int64) time.Duration {
 	if d := at - now; d > 0 {
 		return time.Duration(d)
 	}
-	return time.Duration(latestKey)
+	return time.Duration(policy.LatestKey)
 }

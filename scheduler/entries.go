@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -26,7 +27,7 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	if changed {
 		s.configChanged(e, now)
 	} else {
-		clampLoaded(&e.st, e.timing, now)
+		policy.ClampLoaded(&e.st, e.timing, now)
 		// Equal or unknown: either way the config's string, so that the
 		// entry holds no second copy of the same 64 bytes read from the store.
 		e.st.Fingerprint = src.Fingerprint
@@ -49,10 +50,10 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 		return err
 	}
 	e.src, e.poller, e.brk = src, poller, nil
-	if b := breakerSnapshot(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
-		e.brk = s.restoreBreaker(src, st)
+	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
+		e.brk = newBreaker(src, st)
 	}
-	e.timing = newTiming(src.Name, src.Schedule)
+	e.timing = policy.NewTiming(src.Name, src.Schedule)
 	e.group = s.groups[src.Limit]
 	e.shard = store.ShardOf(src.Name, src.Limit)
 	s.shardDirty = true
@@ -81,14 +82,14 @@ func (s *Scheduler) pollerOf(src *config.Source) (sources.Poller, error) {
 // whose breaker is closed with no failure counted has none (entry.brk is
 // nil): at 100,000 sources the healthy majority costs no breaker at all.
 func newBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
-	return breaker.New(src.Breaker, breakerSnapshot(&st), st.ConsecutiveFailures)
+	return breaker.New(src.Breaker, policy.SnapshotOf(&st), st.ConsecutiveFailures)
 }
 
 // configChanged clears the error state, failures and breaker of a source
 // whose effective configuration changed (rule 3.7) and persists that.
 func (s *Scheduler) configChanged(e *entry, now time.Time) {
-	prev := StateOf(&e.st, now)
-	e.st = resetState(e.st, e.timing, now)
+	prev := policy.StateOf(&e.st, now)
+	e.st = policy.Reset(e.st, e.timing, now)
 	e.st.Fingerprint = e.src.Fingerprint
 	e.brk = nil
 	s.flushFlap(e, now, prev)
@@ -99,12 +100,12 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 // reschedule puts an idle, schedulable entry in the heap at its next run
 // time (now if that is past, or if it has none yet: its first tick).
 func (s *Scheduler) reschedule(e *entry, now time.Time) {
-	if e.busy || e.removed || e.st.Paused || silent(&e.st, e.src) || s.dormant(e) {
+	if e.busy || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || s.dormant(e) {
 		s.due.remove(e)
 		return
 	}
 	if e.st.NextRunAt == nil {
-		e.st.NextRunAt = ptr(nextRun(now, e.timing, time.Time{}, breakerSnapshot(&e.st)))
+		e.st.NextRunAt = policy.UTCPtr(policy.NextRun(now, e.timing, time.Time{}, policy.SnapshotOf(&e.st)))
 	}
 	at := *e.st.NextRunAt
 	s.due.schedule(e, at)
@@ -142,18 +143,18 @@ func (s *Scheduler) save(e *entry, rec *store.PollRecord, evs ...store.Event) {
 
 // logChange logs one line if e's state differs from prev (rule 3.12).
 func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason string) {
-	cur := StateOf(&e.st, now)
+	cur := policy.StateOf(&e.st, now)
 	if cur == prev {
 		return
 	}
 	switch cur {
-	case StateError:
+	case policy.StateError:
 		reason = e.st.ErrorReason
-	case StatePaused:
+	case policy.StatePaused:
 		reason = e.st.PausedReason
 	}
 	lvl := slog.LevelInfo
-	if cur == StateError || cur == StateOpen {
+	if cur == policy.StateError || cur == policy.StateOpen {
 		lvl = slog.LevelWarn
 	}
 	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,

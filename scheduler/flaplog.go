@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"time"
+
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // throttleLogEvery is how often a source's throttle transitions are logged
@@ -26,15 +28,15 @@ type flapWindow struct {
 // other change, a failure after a throttle (throttled -> backoff) and the
 // breaker's included, is always logged.
 func throttleFlip(prev, cur string) bool {
-	if prev == cur || (prev != StateThrottled && cur != StateThrottled) {
+	if prev == cur || (prev != policy.StateThrottled && cur != policy.StateThrottled) {
 		return false
 	}
 	other := prev
-	if other == StateThrottled {
+	if other == policy.StateThrottled {
 		other = cur
 	}
 	switch other {
-	case StateOK, StatePending:
+	case policy.StateOK, policy.StatePending:
 		return true
 	}
 	return false
@@ -46,7 +48,7 @@ func throttleFlip(prev, cur string) bool {
 // one line when it ends (sweepFlaps), or before the source's next other
 // change. mu held.
 func (s *Scheduler) logPollChange(e *entry, prev string, now time.Time, reason string) {
-	cur := StateOf(&e.st, now)
+	cur := policy.StateOf(&e.st, now)
 	if cur == prev {
 		return
 	}
@@ -94,7 +96,7 @@ func (s *Scheduler) sweepFlaps(now time.Time, all bool) {
 		case !all && now.Before(e.flap.until):
 			keep = append(keep, e)
 		default:
-			s.flushFlap(e, now, StateOf(&e.st, now))
+			s.flushFlap(e, now, policy.StateOf(&e.st, now))
 			e.flap.listed = false
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 )
 
@@ -20,18 +21,18 @@ func TestThrottleFlip(t *testing.T) {
 		prev, cur string
 		want      bool
 	}{
-		{StateOK, StateThrottled, true},
-		{StateThrottled, StateOK, true},
-		{StatePending, StateThrottled, true},
-		{StateBackoff, StateThrottled, false},
-		{StateThrottled, StateBackoff, false},
-		{StateHalfOpen, StateThrottled, false},
-		{StateThrottled, StateOpen, false},
-		{StateThrottled, StateError, false},
-		{StateThrottled, StatePaused, false},
-		{StatePaused, StateThrottled, false},
-		{StateOK, StateBackoff, false},
-		{StateThrottled, StateThrottled, false},
+		{policy.StateOK, policy.StateThrottled, true},
+		{policy.StateThrottled, policy.StateOK, true},
+		{policy.StatePending, policy.StateThrottled, true},
+		{policy.StateBackoff, policy.StateThrottled, false},
+		{policy.StateThrottled, policy.StateBackoff, false},
+		{policy.StateHalfOpen, policy.StateThrottled, false},
+		{policy.StateThrottled, policy.StateOpen, false},
+		{policy.StateThrottled, policy.StateError, false},
+		{policy.StateThrottled, policy.StatePaused, false},
+		{policy.StatePaused, policy.StateThrottled, false},
+		{policy.StateOK, policy.StateBackoff, false},
+		{policy.StateThrottled, policy.StateThrottled, false},
 	}
 	for _, tt := range tests {
 		if got := throttleFlip(tt.prev, tt.cur); got != tt.want {
@@ -55,13 +56,13 @@ func (p *flapPoller) Poll(context.Context) sources.Result {
 	i := len(p.states)
 	switch {
 	case p.fail[i]:
-		p.states = append(p.states, StateBackoff)
+		p.states = append(p.states, policy.StateBackoff)
 		return sources.Result{Err: errors.New("GET x: 502 Bad Gateway"), StatusCode: 502, ExitCode: -1}
 	case i%2 == 1:
-		p.states = append(p.states, StateThrottled)
+		p.states = append(p.states, policy.StateThrottled)
 		return sources.Result{Err: errors.New("GET x: 429 Too Many Requests"), Throttled: true, RetryAfter: "1", StatusCode: 429, ExitCode: -1}
 	}
-	p.states = append(p.states, StateOK)
+	p.states = append(p.states, policy.StateOK)
 	return sources.Result{StatusCode: 200, ExitCode: -1}
 }
 
@@ -110,7 +111,7 @@ sources:
 		}
 		for name, p := range pollers {
 			flips, others := 0, 0
-			prev := StatePending
+			prev := policy.StatePending
 			for _, st := range p.states {
 				switch {
 				case throttleFlip(prev, st):

@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/internal/sqlitetest"
 	"github.com/pacer-dev/pacer/internal/waitfor"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -69,7 +70,7 @@ func (h *harness) stop() {
 	}
 }
 
-func (h *harness) source(name string) SourceObject {
+func (h *harness) source(name string) view.SourceObject {
 	h.t.Helper()
 	o, err := h.s.Source(name)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -208,7 +209,7 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	now := s.clock.Now()
 	deadline := now.Add(max(timeout, grace))
 	cut, polled := deadline.Add(-grace), deadline.Add(-grace/2)
-	if !s.dispatching.stopBy(s.clock, later(cut, now.Add(grace/4))) {
+	if !s.dispatching.stopBy(s.clock, policy.MaxOf(cut, now.Add(grace/4))) {
 		s.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
 	}
 	s.drainPolls(timeout, cut, polled)
@@ -221,7 +222,7 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 		// beside it (flush is not reentrant).
 		err = errors.New("the store did not answer in time")
 	} else {
-		err = s.finalFlush(later(deadline, s.clock.Now().Add(grace/4)))
+		err = s.finalFlush(policy.MaxOf(deadline, s.clock.Now().Add(grace/4)))
 	}
 	s.transport.close()
 	if err != nil {
@@ -357,5 +358,5 @@ func (s *Scheduler) Summary() (sources, inflight, errored int) {
 	for _, n := range counts {
 		sources += n
 	}
-	return sources, int(s.inflightN.Load()), counts[StateError]
+	return sources, int(s.inflightN.Load()), counts[policy.StateError]
 }

@@ -13,63 +13,10 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
-
-// A local error (kindLocal) moves only the next run: to localBackoff's
-// delay for the source's consecutive local errors, never past its next
-// tick, always after now. Failures, throttles, the breaker, the error
-// state, the counters and the last error stay as they were.
-func TestApplyOutcomeLocal(t *testing.T) {
-	src := testSource() // @every 1m; error_after 10; breaker 5
-	tm := timing{sched: src.Schedule, every: time.Minute}
-	end := t0.Add(10 * time.Second) // next tick: t0 + 1m
-	until := t0.Add(-time.Second)
-	states := map[string]store.SourceState{
-		"ok":       {LastOutcome: store.OutcomeSuccess, LastRunAt: ptr(t0), PollsTotal: 7},
-		"backoff":  {LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 9, FailuresTotal: 9, PollsTotal: 9, LastError: "GET x: 502"},
-		"throttle": {LastOutcome: store.OutcomeThrottled, ConsecutiveThrottles: 3, ThrottledTotal: 3, PollsTotal: 3},
-		"probe":    {LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: &until, LastError: "boom"},
-	}
-	tests := []struct {
-		k      int
-		jitter float64
-		want   time.Time
-	}{
-		{1, 0.5, end.Add(time.Second)},
-		{1, 0, end.Add(800 * time.Millisecond)},
-		{1, 0.999999, end.Add(1200 * time.Millisecond).Add(-200 * time.Nanosecond).Truncate(time.Microsecond).Add(time.Microsecond)},
-		{3, 0.5, end.Add(4 * time.Second)},
-		{6, 0.5, end.Add(32 * time.Second)},
-		{7, 0.5, t0.Add(time.Minute)}, // 64 s > the tick 50 s away: the tick
-		{1 << 40, 0.5, t0.Add(time.Minute)},
-	}
-	for name, in := range states {
-		for _, tt := range tests {
-			t.Run(name+"/k="+strconv.Itoa(tt.k), func(t *testing.T) {
-				brk := breakerSnapshot(&in)
-				if name == "probe" {
-					brk = breaker.Snapshot{State: breaker.HalfOpen}
-				}
-				got := applyOutcome(in, src, tm, outcome{kind: kindLocal, local: tt.k, jitter: tt.jitter,
-					err: "open /dev/null: too many open files", start: t0, end: end, brk: brk})
-				if got.NextRunAt == nil || !got.NextRunAt.Equal(tt.want) {
-					t.Fatalf("next run %v, want %v", got.NextRunAt, tt.want)
-				}
-				want := in
-				want.NextRunAt = got.NextRunAt
-				setBreaker(&want, brk)
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Errorf("state changed beyond the next run:\n got %+v\nwant %+v", got, want)
-				}
-				if s, w := StateOf(&got, end), StateOf(&want, end); s != w || s == StateError {
-					t.Errorf("state %s, want %s", s, w)
-				}
-			})
-		}
-	}
-}
 
 // localPoller fails with a local resource error its first n calls, then
 // succeeds; it records when it was called.
@@ -97,7 +44,7 @@ func (p *localPoller) times() []time.Time {
 
 // A source whose polls fail 20 times in a row for lack of pacer's own
 // resources never leaves ok, though breaker.failures and error_after are 1:
-// the retries back off (memory: the gaps grow to localBackoff's max), they
+// the retries back off (memory: the gaps grow to policy.LocalBackoff's max), they
 // are counted as local_error, they write no history, and the warnings are
 // rate-limited daemon-wide (30 sources failing together, on the hour: at
 // most one line a second).
@@ -137,7 +84,7 @@ sources:
 				t.Fatalf("after 3h, %d of %d sources succeeded", len(seen), nsrc)
 			}
 			for _, o := range h.s.Sources() {
-				if o.State != StatePending && o.State != StateOK {
+				if o.State != policy.StatePending && o.State != policy.StateOK {
 					t.Fatalf("%s entered %s: %+v", o.Name, o.State, o)
 				}
 				if o.ConsecutiveFailures != 0 || o.LastError != "" || o.Breaker != breaker.Closed || o.FailuresTotal != 0 {
@@ -161,7 +108,7 @@ sources:
 				t.Fatalf("%s: %d calls", name, len(calls))
 			}
 			for i := 1; i <= nerr; i++ {
-				want := localBackoff().Delay(i, 0.5)
+				want := policy.LocalBackoff().Delay(i, 0.5)
 				gap := calls[i].Sub(calls[i-1])
 				if gap < want*8/10 || gap > want*12/10+100*time.Millisecond {
 					t.Errorf("%s: gap before retry %d = %v, want %v +/-20%%", name, i, gap, want)
@@ -173,7 +120,7 @@ sources:
 			}
 			for _, r := range recs {
 				if r.Outcome != store.OutcomeSuccess {
-					t.Errorf("%s: a record with outcome %s", name, r.Outcome)
+					t.Errorf("%s: a record with policy.Outcome %s", name, r.Outcome)
 				}
 			}
 		}

@@ -11,7 +11,7 @@ import (
 const localLogEvery = time.Second
 
 // localLog rate-limits the warnings about polls that failed for lack of
-// pacer's own resources (kindLocal). The first local error after a quiet
+// pacer's own resources (policy.KindLocal). The first local error after a quiet
 // second is logged at once, naming its source and error; the ones that
 // follow within the second are counted, and the next line reports how many
 // there were (pacer_polls_total{outcome="local_error"} has the exact

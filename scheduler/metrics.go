@@ -3,19 +3,20 @@ package scheduler
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // Outcomes counted by pacer_polls_total besides those of a poll record
 // (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
 // OutcomeInterrupted): finish counts every outcome under its kind, a poll
-// its breaker refused as countRejected (kindRejected), a poll that failed
-// for lack of pacer's own resources as countLocal (kindLocal), and the ticks
+// its breaker refused as countRejected (policy.KindRejected), a poll that failed
+// for lack of pacer's own resources as countLocal (policy.KindLocal), and the ticks
 // that passed while a source was busy as countSkipped.
 const (
-	countRejected = "rejected"
+	countRejected = policy.KindRejected
 	countSkipped  = "skipped"
-	countLocal    = "local_error"
+	countLocal    = policy.KindLocal
 )
 
 // metrics are the scheduler's Prometheus collectors (contract section 6).
@@ -57,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 			Name: "pacer_semaphore_wait_seconds", Help: "Time a due poll waited for a global permit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pacer_polls_total", Help: "Polls by outcome (skipped: a tick arrived while the source was busy; rejected: refused by its breaker; local_error: failed for lack of pacer's own resources, such as file descriptors or memory, and retried without counting against the source)."},
+			Name: "pacer_polls_total", Help: "Polls by policy.Outcome (skipped: a tick arrived while the source was busy; rejected: refused by its breaker; local_error: failed for lack of pacer's own resources, such as file descriptors or memory, and retried without counting against the source)."},
 			[]string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pacer_poll_duration_seconds", Help: "Duration of polls.",
@@ -76,7 +77,7 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 		[]string{"result"})
 	m.changed, m.unchanged = m.results.WithLabelValues("changed"), m.results.WithLabelValues("unchanged")
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pacer_deliveries_total", Help: "Deliveries of results to a source's deliver targets by outcome: success (every target took it) or failure (the poll failed with deliver: ...)."},
+		Name: "pacer_deliveries_total", Help: "Deliveries of results to a source's deliver targets by policy.Outcome: success (every target took it) or failure (the poll failed with deliver: ...)."},
 		[]string{"outcome"})
 	m.delivered, m.deliveryFailures = m.deliveries.WithLabelValues("success"), m.deliveries.WithLabelValues("failure")
 	m.pollsBy = make(map[string]prometheus.Counter, 7)
@@ -121,7 +122,7 @@ func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 	counts, failures := c.counts(true)
-	for _, st := range AllStates {
+	for _, st := range policy.States() {
 		ch <- prometheus.MustNewConstMetric(c.sources, prometheus.GaugeValue, float64(counts[st]), st)
 	}
 	for _, f := range failures {
@@ -166,7 +167,7 @@ type sourceFailures struct {
 // only reads and appends: with 100,000 sources a scrape must not stall the
 // loop for long.
 func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
-	var byState [len(AllStates)]int
+	var byState [policy.NumStates]int
 	var failures []sourceFailures
 	s.mu.Lock()
 	now := s.clock.Now()
@@ -174,22 +175,22 @@ func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailure
 		if e.removed {
 			continue
 		}
-		byState[stateIndex(StateOf(&e.st, now))]++
+		byState[stateIndex(policy.StateOf(&e.st, now))]++
 		if perSource && e.st.ConsecutiveFailures > 0 {
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}
 	}
 	s.mu.Unlock()
-	counts := make(map[string]int, len(AllStates))
-	for i, st := range AllStates {
+	counts := make(map[string]int, len(policy.States()))
+	for i, st := range policy.States() {
 		counts[st] = byState[i]
 	}
 	return counts, failures
 }
 
-// stateIndex is the index of st in AllStates.
+// stateIndex is the index of st in policy.States().
 func stateIndex(st string) int {
-	for i, s := range AllStates {
+	for i, s := range policy.States() {
 		if s == st {
 			return i
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -59,13 +60,13 @@ func orphanResult(c store.Command, st store.SourceState, found bool) string {
 	}
 	applied := false
 	switch c.Action {
-	case ActionPause:
+	case policy.ActionPause:
 		applied = st.Paused && st.PausedReason == c.Reason
-	case ActionResume:
+	case policy.ActionResume:
 		applied = !st.Paused
-	case ActionReset:
-		applied = st.ErrorReason == "" && st.ConsecutiveFailures == 0 && breakerSnapshot(&st).State == breaker.Closed
-	case ActionTrigger:
+	case policy.ActionReset:
+		applied = st.ErrorReason == "" && st.ConsecutiveFailures == 0 && policy.SnapshotOf(&st).State == breaker.Closed
+	case policy.ActionTrigger:
 		return orphanTrigger
 	}
 	if applied {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -37,7 +38,8 @@ func (s *Scheduler) work(ctx context.Context) {
 	// cancelling the polling stage still reaches every poll.
 	pollCtx, cancel := context.WithCancel(s.polling.ctx)
 	defer cancel()
-	timeouts := newPollTimeouts(pollCtx)
+	timeouts := newPollTimeouts(pollCtx, s.clock)
+	defer timeouts.close()
 	for ctx.Err() == nil {
 		j := s.ready.pop(ctx)
 		if j == nil {
@@ -82,7 +84,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := j.e
-	if e.gen != j.gen || e.removed || e.st.Paused || silent(&e.st, e.src) || e.group != j.group {
+	if e.gen != j.gen || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || e.group != j.group {
 		return pollResult{}, nil, 0, false
 	}
 	if s.own != nil && !s.own.MayStart(e.shard) {
@@ -92,7 +94,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 		return pollResult{}, nil, 0, false
 	}
 	s.linkClaimed(j)
-	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: priorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
+	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 
 // pollResult is what one poll produced, before it is applied.
@@ -185,13 +187,13 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 		return res.Err
 	}
 	if brk != nil {
-		err := brk.Do(fn)
+		err := brk.DoAt(now, fn)
 		return res, brk, err
 	}
 	err := fn()
 	if err != nil && err == res.Err {
-		brk = newBreaker(src, store.SourceState{}).WithClock(now)
-		err = brk.Do(func() error { return res.Err })
+		brk = newBreaker(src, store.SourceState{})
+		err = brk.DoAt(now, func() error { return res.Err })
 	}
 	return res, brk, err
 }
@@ -212,13 +214,13 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	}
 	s.unlinkClaimed(j)
 	stepped := s.stepPoll(&o, p.skew)
-	s.m.poll(o.kind).Inc()
+	s.m.poll(o.Kind).Inc()
 	e := j.e
 	e.busy = false
-	s.countSkipped(j, o.end)
-	if o.kind == store.OutcomeSuccess {
-		// Compared with the state before this poll, as applyOutcome does.
-		changed := changedResult(&e.st, o.result)
+	s.countSkipped(j, o.End)
+	if o.Kind == store.OutcomeSuccess {
+		// Compared with the state before this poll, as policy.Apply does.
+		changed := policy.Changed(&e.st, o.Result)
 		s.m.result(changed).Inc()
 		rec.Changed = changed // a success always has a record
 	}
@@ -226,10 +228,10 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 	if j.gen == e.gen {
 		evs = s.applyPoll(e, p.brk, o)
 		if stepped && e.brk != nil {
-			e.brk = s.restoreBreaker(e.src, e.st) // its cooldown read before the step
+			e.brk = newBreaker(e.src, e.st) // its cooldown read before the step
 		}
 		if p.undelivered {
-			forgetValidators(&e.st)
+			policy.ForgetValidators(&e.st)
 		}
 	}
 	// On a generation change (the configuration changed during the poll)
@@ -239,7 +241,7 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 		s.dropEntry(e)
 		return
 	}
-	s.reschedule(e, o.end)
+	s.reschedule(e, o.End)
 }
 
 // outcomeOf classifies a poll's result. cut reports that shutdown is
@@ -247,35 +249,35 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 // backoff's jitter band. Times, the breaker's included, are truncated to the
 // microsecond, as the store keeps them: a record read before its commit
 // then shows the same start as after it.
-func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float64) outcome {
-	o := outcome{
-		start: p.start.Truncate(time.Microsecond), end: p.end.Truncate(time.Microsecond),
-		brk: breaker.Snapshot{State: breaker.Closed}, jitter: jitter, retryAfter: p.res.RetryAfter,
+func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float64) policy.Outcome {
+	o := policy.Outcome{
+		Start: p.start.Truncate(time.Microsecond), End: p.end.Truncate(time.Microsecond),
+		Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: jitter, RetryAfter: p.res.RetryAfter,
 	}
 	if p.brk != nil {
-		o.brk = p.brk.Snapshot()
-		o.brk.Until = o.brk.Until.Truncate(time.Microsecond)
+		o.Brk = p.brk.Snapshot()
+		o.Brk.Until = o.Brk.Until.Truncate(time.Microsecond)
 	}
 	res := p.res
 	switch {
 	case p.rejected:
-		o.kind = kindRejected
+		o.Kind = policy.KindRejected
 	case res.Err != nil && errors.Is(res.Err, context.Canceled) && cut:
-		o.kind = store.OutcomeInterrupted
+		o.Kind = store.OutcomeInterrupted
 	case res.Throttled:
-		o.kind = store.OutcomeThrottled
+		o.Kind = store.OutcomeThrottled
 	case res.Err != nil && (res.Local || errors.Is(res.Err, sources.ErrLocal)):
-		o.kind = kindLocal
+		o.Kind = policy.KindLocal
 	case res.Err != nil:
-		o.kind = store.OutcomeFailure
+		o.Kind = store.OutcomeFailure
 	default:
-		o.kind = store.OutcomeSuccess
+		o.Kind = store.OutcomeSuccess
 	}
 	if res.Err != nil {
-		o.err = redact(res.Err.Error())
+		o.Err = redact(res.Err.Error())
 	}
-	if o.kind == store.OutcomeSuccess {
-		o.result = resultOf(res)
+	if o.Kind == store.OutcomeSuccess {
+		o.Result = policy.ResultOf(res)
 	}
 	return o
 }
@@ -286,8 +288,8 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 // and its status and exit codes are one allocation (the codes are pointers
 // in the record: taking the address of p's own would move all of p to the
 // heap, some 300 bytes per poll).
-func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
-	if o.kind == kindRejected || o.kind == kindLocal {
+func recordOf(name string, p *pollResult, o *policy.Outcome) *store.PollRecord {
+	if o.Kind == policy.KindRejected || o.Kind == policy.KindLocal {
 		return nil
 	}
 	r := &struct {
@@ -296,12 +298,12 @@ func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
 	}{status: p.res.StatusCode, exit: p.res.ExitCode}
 	r.rec = store.PollRecord{
 		Source:     name,
-		StartedAt:  o.start.UTC(),
+		StartedAt:  o.Start.UTC(),
 		DurationMs: p.end.Sub(p.start).Milliseconds(),
-		Outcome:    o.kind,
-		Error:      o.err,
+		Outcome:    o.Kind,
+		Error:      o.Err,
 		Bytes:      p.res.Bytes,
-		Digest:     o.result.digest,
+		Digest:     o.Result.Digest,
 	}
 	if p.res.StatusCode > 0 {
 		r.rec.StatusCode = &r.status
@@ -319,48 +321,48 @@ func recordOf(name string, p *pollResult, o *outcome) *store.PollRecord {
 // an operator's reset made during the poll, and logs a change of state. It
 // returns the notification events of the change, to be saved with the
 // state. mu held.
-func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) (evs []store.Event) {
-	prev := StateOf(&e.st, o.start)
+func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (evs []store.Event) {
+	prev := policy.StateOf(&e.st, o.Start)
 	if n := s.cfg.Notify; n != nil {
 		// Only with notify set: no copy and no event on the poll path else.
 		before := e.st
-		defer func() { evs = pollEvents(n, e.name, &before, &e.st, o.kind, o.err, o.start, o.end) }()
+		defer func() { evs = policy.PollEvents(n, e.name, &before, &e.st, o.Kind, o.Err, o.Start, o.End) }()
 	}
-	if o.kind == kindLocal {
+	if o.Kind == policy.KindLocal {
 		e.localErrs++
-		o.local = e.localErrs
-		s.localLog.note(s.log, o.end, e.name, o.err)
+		o.Local = e.localErrs
+		s.localLog.note(s.log, o.End, e.name, o.Err)
 	} else {
 		e.localErrs = 0
 	}
-	incident := inIncident(&e.st)
-	e.st = applyOutcome(e.st, e.src, e.timing, o)
+	incident := policy.InIncident(&e.st)
+	e.st = policy.Apply(e.st, e.src, e.timing, o)
 	e.brk = brk
-	if o.brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
+	if o.Brk.State == breaker.Closed && e.st.ConsecutiveFailures == 0 {
 		e.brk = nil
 	}
-	e.st.UpdatedAt = o.end.UTC()
+	e.st.UpdatedAt = o.End.UTC()
 	if e.resetPending {
 		// An operator's change: always logged.
 		e.resetPending = false
-		e.st = resetState(e.st, e.timing, o.end)
+		e.st = policy.Reset(e.st, e.timing, o.End)
 		// The incident is the one before the poll: a success closed it
 		// (recovered), and one this poll opened made no event, the reset
 		// having cleared it first.
-		e.st.IncidentOpen = incident && o.kind != store.OutcomeSuccess
+		e.st.IncidentOpen = incident && o.Kind != store.OutcomeSuccess
 		e.brk = nil
-		s.flushFlap(e, o.end, prev)
-		s.logChange(e, prev, o.end, "reset")
-		return nil // the deferred pollEvents sets evs
+		s.flushFlap(e, o.End, prev)
+		s.logChange(e, prev, o.End, "reset")
+		return nil // the deferred policy.PollEvents sets evs
 	}
-	s.logPollChange(e, prev, o.end, o.err)
+	s.logPollChange(e, prev, o.End, o.Err)
 	return nil
 }
 
 // countSkipped counts the ticks of j's source that passed between its
 // dispatch and end, while it was busy. mu held.
 func (s *Scheduler) countSkipped(j *job, end time.Time) {
-	if skipped := j.e.timing.ticksBetween(j.queuedAt, end, 1000); skipped > 0 {
+	if skipped := j.e.timing.TicksBetween(j.queuedAt, end, 1000); skipped > 0 {
 		s.m.poll(countSkipped).Add(float64(skipped))
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // dueHeap orders idle sources by the time they are next due: a binary
-// min-heap whose slice holds each source's due time (nanoKey) next to its
+// min-heap whose slice holds each source's due time (policy.NanoKey) next to its
 // entry, so that the comparisons of a sift read the slice only and chase no
 // pointer (at 100,000 sources each entry touched is a cache miss). entry.idx
 // is the source's position, -1 when it is not in the heap. schedule and
@@ -15,7 +17,7 @@ import (
 type dueHeap []dueItem
 
 type dueItem struct {
-	at int64 // nanoKey of the time the entry is due (the entry keeps no copy)
+	at int64 // policy.NanoKey of the time the entry is due (the entry keeps no copy)
 	e  *entry
 }
 
@@ -30,7 +32,7 @@ func (h dueHeap) top() (e *entry, at int64, ok bool) {
 
 // schedule puts e in the heap at t, or moves it there.
 func (h *dueHeap) schedule(e *entry, t time.Time) {
-	at := nanoKey(t) // saturates: a due time past 2262 never wraps into the past
+	at := policy.NanoKey(t) // saturates: a due time past 2262 never wraps into the past
 	if i := e.idx; i >= 0 {
 		(*h)[i].at = at
 		h.fix(i)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -120,7 +121,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "applied", Paused: true, PausedReason: "maintenance"}}}, 10)
 	}, "", "")
 	o, err := s.Pause("applied", "maintenance")
-	if err != nil || o.State != StatePaused {
+	if err != nil || o.State != policy.StatePaused {
 		t.Errorf("pause of a source whose owner applied it late: %s, %v; want paused", o.State, err)
 	}
 

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // TestErrorReprobe (contract 10.4), in fake time: a source in error with
@@ -21,7 +24,7 @@ func TestErrorReprobe(t *testing.T) {
 		setFail(t, dir, true)
 		h := start(t, dir, writeConfig(t, dir, body))
 		h.waitFor("both in error", 30*time.Second, func() bool {
-			return h.source("re").State == StateError && h.source("quiet").State == StateError
+			return h.source("re").State == policy.StateError && h.source("quiet").State == policy.StateError
 		})
 		re := h.source("re")
 		if re.NextRunAt == nil || re.LastRunAt == nil || re.NextRunAt.Sub(*re.LastRunAt) < 20*time.Second ||
@@ -37,7 +40,7 @@ func TestErrorReprobe(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := h.stored("re")
-		if x := Explain(&src, &st, time.Now(), QueueInfo{}, nil); !strings.Contains(x, "; re-probe in ") {
+		if x := view.Explain(&src, &st, time.Now(), view.QueueInfo{}, nil); !strings.Contains(x, "; re-probe in ") {
 			t.Errorf("explanation %q, want the re-probe", x)
 		}
 		h.stop()
@@ -45,7 +48,7 @@ func TestErrorReprobe(t *testing.T) {
 		// Restarted: still in error, not polled before the stored re-probe.
 		h = start(t, dir, writeConfig(t, dir, body))
 		defer h.stop()
-		if a := h.source("re"); a.State != StateError || !sameTime(a.NextRunAt, re.NextRunAt) {
+		if a := h.source("re"); a.State != policy.StateError || !sameTime(a.NextRunAt, re.NextRunAt) {
 			t.Fatalf("after restart: %+v; want error, next run %v", a, re.NextRunAt)
 		}
 		time.Sleep(time.Until(*re.NextRunAt) - 10*time.Millisecond)
@@ -54,16 +57,16 @@ func TestErrorReprobe(t *testing.T) {
 		}
 		h.waitFor("failed re-probe", 5*time.Second, func() bool { return h.source("re").PollsTotal == re.PollsTotal+1 })
 		a := h.source("re")
-		if a.State != StateError || a.ConsecutiveFailures != 3 || !strings.HasPrefix(a.ErrorReason, "3 consecutive failures; last: ") ||
+		if a.State != policy.StateError || a.ConsecutiveFailures != 3 || !strings.HasPrefix(a.ErrorReason, "3 consecutive failures; last: ") ||
 			a.NextRunAt == nil || a.NextRunAt.Sub(*a.LastRunAt) < 20*time.Second {
 			t.Errorf("after a failed re-probe: %+v; want error, 3 failures, the next re-probe 20 s on", a)
 		}
 		setFail(t, dir, false)
-		h.waitFor("successful re-probe", 25*time.Second, func() bool { return h.source("re").State == StateOK })
+		h.waitFor("successful re-probe", 25*time.Second, func() bool { return h.source("re").State == policy.StateOK })
 		if a := h.source("re"); a.ConsecutiveFailures != 0 || a.ErrorReason != "" || a.PollsTotal != re.PollsTotal+2 {
 			t.Errorf("after a successful re-probe: %+v; want ok, no failures, one more poll", a)
 		}
-		if q := h.source("quiet"); q.State != StateError {
+		if q := h.source("quiet"); q.State != policy.StateError {
 			t.Errorf("quiet: %+v; want still in error (no error_reprobe)", q)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -32,12 +34,12 @@ func calls(t *testing.T, dir string) int {
 // openBeforeRestart runs a scheduler until source s's breaker opens (three
 // failures, breaker {failures: 3, cooldown: 30s}), stops it, and returns
 // the config body and s as it was.
-func openBeforeRestart(t *testing.T, dir string) (string, SourceObject) {
+func openBeforeRestart(t *testing.T, dir string) (string, view.SourceObject) {
 	t.Helper()
 	body := lifecycleDefaults + countedSource("s")
 	setFail(t, dir, true)
 	h := start(t, dir, writeConfig(t, dir, body))
-	h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("s").State == StateOpen })
+	h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("s").State == policy.StateOpen })
 	before := h.source("s")
 	h.stop()
 	if before.ConsecutiveFailures != 3 || before.Breaker != breaker.Open {
@@ -59,7 +61,7 @@ func TestFailedProbeAfterRestartReopens(t *testing.T) {
 		h.waitFor("the probe", 2*time.Second, func() bool { return h.source("s").PollsTotal == before.PollsTotal+1 })
 		probeAt := time.Now()
 		o := h.source("s")
-		if o.State != StateOpen || o.Breaker != breaker.Open || o.ConsecutiveFailures != 4 {
+		if o.State != policy.StateOpen || o.Breaker != breaker.Open || o.ConsecutiveFailures != 4 {
 			t.Fatalf("after a failed probe following a restart: %+v; want open with 4 failures", o)
 		}
 		if o.NextRunAt == nil || o.NextRunAt.Before(probeAt.Add(30*time.Second-time.Second)) {
@@ -116,8 +118,14 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 		if got := calls(t, dir); got != n {
 			t.Fatalf("the upstream was called %d times before the breaker's stored time", got-n)
 		}
-		if o := h.source("s"); o.State != StateOpen || o.PollsTotal != row.PollsTotal || o.NextRunAt == nil || !o.NextRunAt.After(until) {
-			t.Fatalf("after the rejection: %+v; want open, not polled, next after %v", o, until)
+		// The next run is the breaker's probe, the first microsecond after
+		// until (breaker.ProbeAt, to the store's precision): read from the
+		// state, as the source object shows milliseconds.
+		h.s.mu.Lock()
+		next := h.s.entries["s"].st.NextRunAt
+		h.s.mu.Unlock()
+		if o := h.source("s"); o.State != policy.StateOpen || o.PollsTotal != row.PollsTotal || next == nil || !next.After(until) {
+			t.Fatalf("after the rejection: %+v (next %v); want open, not polled, next after %v", o, next, until)
 		}
 		time.Sleep(time.Until(until) - 10*time.Millisecond)
 		if got := calls(t, dir); got != n {

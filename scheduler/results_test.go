@@ -12,73 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// TestDeliverResult: applyOutcome's rule for a successful poll's result
-// (contract 9.1, 9.2): the first result is a change; an equal digest or a
-// 304 is not; a change moves the digest, the count and last_changed_at; the
-// validators are the last answer's (a 304 keeps them, taking a new ETag it
-// carries); a failure touches none of it.
-func TestDeliverResult(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	src := testSource()
-	tm := newTiming("x", src.Schedule)
-	v1 := sources.Validators{ETag: `"1"`, LastModified: "Tue, 01 Dec 2026 09:00:00 GMT"}
-	ok := func(digest string, v sources.Validators, notModified bool) outcome {
-		return outcome{kind: store.OutcomeSuccess, result: result{digest: digest, validators: v, notModified: notModified}}
-	}
-	steps := []struct {
-		name    string
-		o       outcome
-		changed bool
-		want    store.SourceState // only the result's fields are compared
-	}{
-		{"first result", ok(sha("a"), v1, false), true,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"same digest, no validators", ok(sha("a"), sources.Validators{}, false), false,
-			store.SourceState{Digest: sha("a"), ChangesTotal: 1}},
-		{"same digest again", ok(sha("a"), v1, false), false,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"304", ok("", sources.Validators{}, true), false,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"304 with a new ETag", ok("", sources.Validators{ETag: `"2"`}, true), false,
-			store.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"failure", outcome{kind: store.OutcomeFailure, err: "boom"}, false,
-			store.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"new digest", ok(sha("b"), v1, false), true,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("b"), ChangesTotal: 2}},
-	}
-	var st store.SourceState
-	var lastChange time.Time
-	for i, s := range steps {
-		end := t0.Add(time.Duration(i) * time.Minute)
-		s.o.start, s.o.end, s.o.brk.State = end, end, "closed"
-		if got := s.o.kind == store.OutcomeSuccess && changedResult(&st, s.o.result); got != s.changed {
-			t.Errorf("%s: changed %v, want %v", s.name, got, s.changed)
-		}
-		st = applyOutcome(st, src, tm, s.o)
-		if s.changed {
-			lastChange = end
-		}
-		got := store.SourceState{ETag: st.ETag, LastModified: st.LastModified, Digest: st.Digest, ChangesTotal: st.ChangesTotal}
-		if got != s.want {
-			t.Errorf("%s: result fields %+v, want %+v", s.name, got, s.want)
-		}
-		if st.LastChangedAt == nil || !st.LastChangedAt.Equal(lastChange) {
-			t.Errorf("%s: last_changed_at %v, want %v", s.name, st.LastChangedAt, lastChange)
-		}
-		if p := priorOf(&st); p.ETag != st.ETag || p.LastModified != st.LastModified {
-			t.Errorf("%s: next GET sends %+v, want the stored validators", s.name, p)
-		}
-	}
 }
 
 // etagUpstream serves one document with an ETag, honouring If-None-Match

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/waitfor"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -39,7 +40,7 @@ func TestCommitFenceHonoursTakeOver(t *testing.T) {
 	waitUntil(t, "x's shard taken over", 10*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 
 	own.held.Store(true) // the pause waits in the flusher
-	if _, _, err := s.mutateAsync("x", ActionPause, "stale"); err != nil {
+	if _, _, err := s.mutateAsync("x", policy.ActionPause, "stale"); err != nil {
 		t.Fatal(err)
 	}
 	// a's shards are another's meanwhile: b claims them and commits.
@@ -130,7 +131,7 @@ func TestNoTakeOverBeforeDrained(t *testing.T) {
 	waitUntil(t, "x's shard taken over", 10*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 
 	own.held.Store(true)
-	if _, _, err := s.mutateAsync("x", ActionPause, "mine"); err != nil {
+	if _, _, err := s.mutateAsync("x", policy.ActionPause, "mine"); err != nil {
 		t.Fatal(err)
 	}
 	own.deny(sh, true)
@@ -139,7 +140,7 @@ func TestNoTakeOverBeforeDrained(t *testing.T) {
 	s.syncShards(ctx) // the pause is not committed yet
 	own.held.Store(false)
 	waitUntil(t, "x's shard taken over again", 15*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
-	if o, err := s.Source("x"); err != nil || o.State != StatePaused {
+	if o, err := s.Source("x"); err != nil || o.State != policy.StatePaused {
 		t.Errorf("x after the take-over: %+v, %v; want paused (the member's own pause, committed before it read the store)", o.State, err)
 	}
 	if got, _, err := st.GetState(ctx, "x"); err != nil || !got.Paused {

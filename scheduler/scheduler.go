@@ -23,6 +23,7 @@ import (
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -174,7 +175,7 @@ type Scheduler struct {
 type entry struct {
 	name   string
 	src    *config.Source
-	timing timing
+	timing policy.Timing
 	poller sources.Poller
 	brk    *breaker.Breaker
 	group  *group
@@ -190,7 +191,7 @@ type entry struct {
 	resetPending bool        // reset while polling: applied when the poll ends
 	mark         bool        // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
-	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
+	localErrs    int // consecutive local errors (policy.KindLocal), the memory of policy.LocalRetry
 	// flap coalesces its throttle transitions (flaplog.go); nil until its
 	// first one: at 100,000 sources the healthy majority, which never
 	// flaps, saves the window's 56 bytes each.

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -40,10 +42,10 @@ func TestLifecycle(t *testing.T) {
 		defer h.stop()
 
 		h.waitFor("first failure", 3*time.Second, func() bool { return h.source("flaky").ConsecutiveFailures == 1 })
-		if o := h.source("flaky"); o.State != StateBackoff || o.Breaker != "closed" || !strings.Contains(o.LastError, "exit status 1") {
+		if o := h.source("flaky"); o.State != policy.StateBackoff || o.Breaker != "closed" || !strings.Contains(o.LastError, "exit status 1") {
 			t.Fatalf("after one failure: %+v", o)
 		}
-		h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("flaky").State == StateOpen })
+		h.waitFor("breaker open", 10*time.Second, func() bool { return h.source("flaky").State == policy.StateOpen })
 		o := h.source("flaky")
 		if o.ConsecutiveFailures != 3 || o.Breaker != "open" {
 			t.Fatalf("open: %+v", o)
@@ -53,7 +55,7 @@ func TestLifecycle(t *testing.T) {
 
 		// No call during the cooldown.
 		time.Sleep(29 * time.Second)
-		if o := h.source("flaky"); o.PollsTotal != polls || o.State != StateOpen {
+		if o := h.source("flaky"); o.PollsTotal != polls || o.State != policy.StateOpen {
 			t.Fatalf("polled during cooldown: %+v", o)
 		}
 		// Then one probe, which fails: open again for a full cooldown.
@@ -62,7 +64,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("probe after %v, before the cooldown", d)
 		}
 		o = h.source("flaky")
-		if o.State != StateOpen || o.ConsecutiveFailures != 4 {
+		if o.State != policy.StateOpen || o.ConsecutiveFailures != 4 {
 			t.Fatalf("after failed probe: %+v", o)
 		}
 		if h.metric("pacer_source_consecutive_failures", "source", "flaky") != 4 {
@@ -70,13 +72,13 @@ func TestLifecycle(t *testing.T) {
 		}
 		// A successful probe closes the breaker and resets the count.
 		setFail(t, dir, false)
-		h.waitFor("recovery", 32*time.Second, func() bool { return h.source("flaky").State == StateOK })
+		h.waitFor("recovery", 32*time.Second, func() bool { return h.source("flaky").State == policy.StateOK })
 		if o := h.source("flaky"); o.ConsecutiveFailures != 0 || o.Breaker != "closed" || o.LastSuccessAt == nil {
 			t.Fatalf("after good probe: %+v", o)
 		}
 		// Failing again: 3 failures open it, and error_after (6) ends in error.
 		setFail(t, dir, true)
-		h.waitFor("error", 2*time.Minute, func() bool { return h.source("flaky").State == StateError })
+		h.waitFor("error", 2*time.Minute, func() bool { return h.source("flaky").State == policy.StateError })
 		o = h.source("flaky")
 		if o.ConsecutiveFailures != 6 || o.NextRunAt != nil || !strings.HasPrefix(o.ErrorReason, "6 consecutive failures; last: exec sh: exit status 1") {
 			t.Fatalf("error: %+v", o)
@@ -95,11 +97,11 @@ func TestLifecycle(t *testing.T) {
 		}
 		// Reset: polled again at its next tick.
 		setFail(t, dir, false)
-		if o, err := h.s.Reset("flaky"); err != nil || o.State != StateOK || o.ConsecutiveFailures != 0 || o.NextRunAt == nil {
+		if o, err := h.s.Reset("flaky"); err != nil || o.State != policy.StateOK || o.ConsecutiveFailures != 0 || o.NextRunAt == nil {
 			t.Fatalf("reset: %+v, %v", o, err)
 		}
 		h.waitFor("poll after reset", 2*time.Second, func() bool { return h.source("flaky").PollsTotal == polls+1 })
-		if o := h.source("flaky"); o.State != StateOK {
+		if o := h.source("flaky"); o.State != policy.StateOK {
 			t.Fatalf("after reset: %+v", o)
 		}
 		recs, err := h.s.History(t.Context(), "flaky", 100)
@@ -153,9 +155,9 @@ func TestRestartResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.waitFor("states", 30*time.Second, func() bool {
-			return h.source("open").State == StateOpen && h.source("errored").State == StateError && h.source("backoff").ConsecutiveFailures == 1
+			return h.source("open").State == policy.StateOpen && h.source("errored").State == policy.StateError && h.source("backoff").ConsecutiveFailures == 1
 		})
-		before := map[string]SourceObject{}
+		before := map[string]view.SourceObject{}
 		for _, n := range []string{"open", "errored", "paused", "backoff"} {
 			before[n] = h.source(n)
 		}
@@ -220,7 +222,7 @@ func TestPauseResumeTrigger(t *testing.T) {
 		if _, err := h.s.Pause("s", "noisy"); err != nil {
 			t.Fatal(err)
 		}
-		if o := h.source("s"); o.State != StatePaused || o.PausedReason != "noisy" || o.NextRunAt != nil {
+		if o := h.source("s"); o.State != policy.StatePaused || o.PausedReason != "noisy" || o.NextRunAt != nil {
 			t.Fatalf("paused: %+v", o)
 		}
 		if err := h.s.Trigger("s"); !errors.Is(err, ErrConflict) {
@@ -240,7 +242,7 @@ func TestPauseResumeTrigger(t *testing.T) {
 		if err := h.s.Trigger("s"); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor("failure", time.Second, func() bool { return h.source("s").State == StateOpen })
+		h.waitFor("failure", time.Second, func() bool { return h.source("s").State == policy.StateOpen })
 		if err := h.s.Trigger("s"); err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +251,7 @@ func TestPauseResumeTrigger(t *testing.T) {
 		if err := h.s.Trigger("s"); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor("closed", time.Second, func() bool { return h.source("s").State == StateOK })
+		h.waitFor("closed", time.Second, func() bool { return h.source("s").State == policy.StateOK })
 		if _, err := h.s.Source("nope"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown source: %v", err)
 		}
@@ -288,7 +290,7 @@ func TestReload(t *testing.T) {
 		h := start(t, dir, writeConfig(t, dir, lifecycleDefaults+keep+gone))
 		defer h.stop()
 		h.waitFor("errors", 5*time.Second, func() bool {
-			return h.source("keep").State == StateError && h.source("gone").State == StateError
+			return h.source("keep").State == policy.StateError && h.source("gone").State == policy.StateError
 		})
 		// "keep" changes (error_after), "gone" goes, "new" comes.
 		err := h.s.Reload(t.Context(), writeConfig(t, dir, lifecycleDefaults+flakySource("keep", "error_after: 3")+flakySource("new", "")))
@@ -296,7 +298,7 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		// After a config change: failures cleared, not in error.
-		if o := h.source("keep"); o.State != StatePending && o.State != StateOK || o.ConsecutiveFailures != 0 || o.ErrorReason != "" || o.Breaker != "closed" {
+		if o := h.source("keep"); o.State != policy.StatePending && o.State != policy.StateOK || o.ConsecutiveFailures != 0 || o.ErrorReason != "" || o.Breaker != "closed" {
 			t.Fatalf("changed source not cleared: %+v", o)
 		}
 		if _, err := h.s.Source("gone"); !errors.Is(err, ErrNotFound) {
@@ -310,7 +312,7 @@ func TestReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o := h.source("gone"); o.State != StateError {
+		if o := h.source("gone"); o.State != policy.StateError {
 			t.Fatalf("re-added source lost its state: %+v", o)
 		}
 	})

@@ -4,9 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // Steps of the wall clock. The scheduler keeps its times as wall times:
@@ -19,7 +17,7 @@ import (
 //
 // So the scheduler notes, at each reading of the clocks under its lock,
 // how far the wall clock lies from the monotonic one (the skew); a change
-// of the skew by stepMin or more is a step, and every source's times are
+// of the skew by policy.StepMin or more is a step, and every source's times are
 // moved with it (rebase):
 //
 //   - a deadline that is a duration from when it was set ("@every" ticks,
@@ -39,29 +37,18 @@ import (
 // A poll's times are read outside the lock, with the skew of that moment
 // (pollResult.skew): finish moves them to the skew the scheduler holds
 // (stepPoll), whether the poll saw a step first or the scheduler did, so
-// that its outcome is moved once, by rebase or by stepPoll.
+// that its outcome is moved once, by rebase or by stepPoll. The pure rules
+// (what moves and where to) are policy's: StepState, ClampLoaded, IsStep.
+
 const (
-	// stepMin is the least change of the skew taken for a step; NTP
-	// slews offsets under 128 ms and steps larger ones.
-	stepMin = 100 * time.Millisecond
 	// readSpread bounds the time between the two monotonic readings around
 	// a wall reading for the skew to be trusted (a goroutine descheduled
 	// between two readings would look like a step).
 	readSpread = 10 * time.Millisecond
-	// cronieWindow is the largest step back after which a cron schedule at
-	// given hours does not poll again a time it polled (cronie's 3 hours).
-	cronieWindow = 3 * time.Hour
+	// noSkew is a poll's skew when its reading could not be trusted
+	// (readClocks): its times are taken as they are.
+	noSkew = math.MinInt64
 )
-
-// noSkew is a poll's skew when its reading could not be trusted
-// (readClocks): its times are taken as they are.
-const noSkew = math.MinInt64
-
-// skewOf is how far the wall time wall lies from the monotonic reading
-// mono taken with it, in nanoseconds.
-func skewOf(wall time.Time, mono time.Duration) int64 {
-	return nanoKey(wall) - int64(mono)
-}
 
 // readClocks reads the wall clock between two readings of the monotonic
 // one; ok is false when they lie too far apart for the skew to be trusted,
@@ -73,7 +60,7 @@ func (s *Scheduler) readClocks() (wall time.Time, skew int64, ok bool) {
 		return wall, 0, false
 	}
 	m2, _ := s.monotonic()
-	return wall, skewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
+	return wall, policy.SkewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
 }
 
 // systemClock is implemented by RealClock, and by the clocks that embed
@@ -116,14 +103,11 @@ func (s *Scheduler) now() time.Time {
 	}
 	d := time.Duration(skew - s.skew)
 	s.skew = skew
-	if isStep(d) {
+	if policy.IsStep(d) {
 		s.rebase(d, wall)
 	}
 	return wall
 }
-
-// isStep reports whether d, a change of the skew, is a step.
-func isStep(d time.Duration) bool { return d >= stepMin || d <= -stepMin }
 
 // rebase moves every source's times by d, a step of the wall clock that
 // now was read after, as the comment at the top of this file says, and
@@ -137,12 +121,12 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 		if e.flap != nil && !e.flap.until.IsZero() {
 			e.flap.until = e.flap.until.Add(d) // its window of coalesced log lines
 		}
-		if !stepState(&e.st, e.timing, d, now) {
+		if !policy.StepState(&e.st, e.timing, d, now) {
 			continue
 		}
 		if e.brk != nil && !e.busy {
 			// Its cooldown, as the breaker compares it with the clock.
-			e.brk = s.restoreBreaker(e.src, e.st)
+			e.brk = newBreaker(e.src, e.st)
 		}
 		if e.idx >= 0 && e.st.NextRunAt != nil {
 			s.due.schedule(e, *e.st.NextRunAt)
@@ -156,91 +140,16 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 	s.poke()
 }
 
-// stepState moves the times of st, a source's state with timing tm, by
-// the step d of the wall clock, read at now after it; it reports whether
-// anything changed. It is a pure function, as applyOutcome.
-func stepState(st *store.SourceState, tm timing, d time.Duration, now time.Time) bool {
-	changed := false
-	if st.BreakerUntil != nil {
-		st.BreakerUntil = ptr(st.BreakerUntil.Add(d))
-		changed = true
-	}
-	if st.NextRunAt != nil {
-		if n := steppedNext(st, tm, *st.NextRunAt, d, now); !n.Equal(*st.NextRunAt) {
-			st.NextRunAt = ptr(n)
-			changed = true
-		}
-	}
-	return changed
-}
-
-// steppedNext is the due time next of a source (state st, timing tm)
-// after a step d of the wall clock, read at now after it.
-func steppedNext(st *store.SourceState, tm timing, next time.Time, d time.Duration, now time.Time) time.Time {
-	if !next.Before(farFuture()) {
-		return next // never
-	}
-	moved := ceilMicro(next.Add(d))
-	if tm.every > 0 || tm.sched == nil || !healthy(st) || !tm.next(next.Add(-time.Nanosecond)).Equal(next) {
-		// A duration from when it was set: "@every", a backoff, a
-		// cooldown, a re-probe, or a time off the cron schedule's ticks.
-		return moved
-	}
-	if d > 0 {
-		return next // a tick the step skipped is polled once, now
-	}
-	tick := nextRun(now, tm, time.Time{}, breaker.Snapshot{State: breaker.Closed})
-	if _, fixed := tm.sched.(wallClock); fixed && -d <= cronieWindow && tick.Before(next) {
-		return next // a time of day it polled already
-	}
-	return tick
-}
-
-// healthy reports whether st's next poll is its schedule's tick alone: no
-// backoff, throttling, breaker or error state sets it.
-func healthy(st *store.SourceState) bool {
-	return st.ConsecutiveFailures == 0 && st.ConsecutiveThrottles == 0 && st.LastOutcome != store.OutcomeThrottled &&
-		st.ErrorReason == "" && (st.BreakerState == "" || st.BreakerState == breaker.Closed)
-}
-
-// restoreBreaker is newBreaker on the scheduler's clock.
-func (s *Scheduler) restoreBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
-	return newBreaker(src, st).WithClock(s.clock.Now)
-}
-
 // stepPoll moves the times of a poll's outcome o, read with the skew
 // skew, to the skew the scheduler holds, if a step lies in between: the
 // poll ended before a step that the scheduler saw first, or after one it
 // has not seen yet (rebase moves them on with every other source's). It
 // reports whether it moved them. mu held.
-func (s *Scheduler) stepPoll(o *outcome, skew int64) bool {
+func (s *Scheduler) stepPoll(o *policy.Outcome, skew int64) bool {
 	d := time.Duration(s.skew - skew)
-	if skew == noSkew || !isStep(d) {
+	if skew == noSkew || !policy.IsStep(d) {
 		return false
 	}
-	o.start, o.end = o.start.Add(d), o.end.Add(d)
-	if !o.brk.Until.IsZero() {
-		o.brk.Until = o.brk.Until.Add(d)
-	}
+	o.Shift(d)
 	return true
-}
-
-// clampLoaded bounds the stored due time of a healthy source whose
-// schedule is periodic ("@every", or a cron schedule not at given hours)
-// by its schedule's next tick after now. A due time further ahead comes
-// only from a step back of the wall clock while no daemon ran, which
-// nothing saw: it would silence the source for as long as the step. (A
-// backoff or a cooldown may lie further ahead: those of a failing source
-// are kept, and so is a schedule at given hours, which a step back does
-// not poll again.)
-func clampLoaded(st *store.SourceState, tm timing, now time.Time) {
-	if st.NextRunAt == nil || st.Paused || !healthy(st) {
-		return
-	}
-	if _, fixed := tm.sched.(wallClock); fixed || (tm.every == 0 && tm.sched == nil) {
-		return
-	}
-	if tick := nextRun(now, tm, time.Time{}, breaker.Snapshot{State: breaker.Closed}); st.NextRunAt.After(tick) {
-		st.NextRunAt = ptr(tick)
-	}
 }

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
 // stepClock is the clock of a synctest bubble whose wall clock steps, as
@@ -143,65 +142,6 @@ func atoi(s string) int {
 	return n
 }
 
-// TestSteppedNext: the due time of a source after a step of the wall clock
-// (steps.go), case by case. Times are UTC; "now" is read after the step.
-func TestSteppedNext(t *testing.T) {
-	at := func(s string) time.Time {
-		t.Helper()
-		v, err := time.Parse(time.DateTime, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	failing := store.SourceState{ConsecutiveFailures: 2}
-	open := store.SourceState{ConsecutiveFailures: 0, BreakerState: breaker.Open}
-	cases := []struct {
-		name     string
-		schedule string
-		st       store.SourceState
-		next     string
-		step     time.Duration
-		now      string // after the step
-		want     string
-	}{
-		{"every back", "@every 2s", store.SourceState{}, "2026-01-01 10:00:02", -40 * time.Second, "2026-01-01 09:59:21", "2026-01-01 09:59:22"},
-		{"every forward", "@every 2s", store.SourceState{}, "2026-01-01 10:00:02", time.Hour, "2026-01-01 11:00:01", "2026-01-01 11:00:02"},
-		{"periodic cron back", "*/5 * * * *", store.SourceState{}, "2026-01-01 10:05:00", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:05:00"},
-		{"periodic cron back a day", "*/5 * * * *", store.SourceState{}, "2026-01-02 10:05:00", -24 * time.Hour, "2026-01-01 10:04:30", "2026-01-01 10:05:00"},
-		{"periodic cron forward: catch-up", "*/5 * * * *", store.SourceState{}, "2026-01-01 10:05:00", time.Hour, "2026-01-01 11:04:30", "2026-01-01 10:05:00"},
-		{"daily back 1h: not again", "30 2 * * *", store.SourceState{}, "2026-01-02 02:30:00", -time.Hour, "2026-01-01 01:40:00", "2026-01-02 02:30:00"},
-		{"daily back 4h: a new time", "30 2 * * *", store.SourceState{}, "2026-01-02 02:30:00", -4 * time.Hour, "2025-12-31 22:40:00", "2026-01-01 02:30:00"},
-		{"daily back 1h before it ran", "30 2 * * *", store.SourceState{}, "2026-01-01 02:30:00", -time.Hour, "2026-01-01 01:20:00", "2026-01-01 02:30:00"},
-		{"cron backoff back", "*/5 * * * *", failing, "2026-01-01 10:07:13", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:07:13"},
-		{"cron backoff on a tick back", "*/5 * * * *", failing, "2026-01-01 10:10:00", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:10:00"},
-		{"cron cooldown forward", "*/5 * * * *", open, "2026-01-01 10:10:00", time.Hour, "2026-01-01 11:04:30", "2026-01-01 11:10:00"},
-		{"never", "*/5 * * * *", store.SourceState{}, "2200-01-01 00:00:00", -time.Hour, "2026-01-01 09:04:30", "2200-01-01 00:00:00"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sched, err := config.ParseSchedule(c.schedule)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tm := newTiming("s", sched)
-			if tm.every > 0 {
-				tm.phase = 0
-			}
-			got := steppedNext(&c.st, tm, at(c.next), c.step, at(c.now))
-			if !got.Equal(at(c.want)) {
-				t.Errorf("after a step of %v at %s: next %s, want %s", c.step, c.now, got.Format(time.DateTime), c.want)
-			}
-		})
-	}
-	// The breaker's cooldown is a duration: it moves with the step.
-	st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: ptr(at("2026-01-01 10:01:00")), NextRunAt: ptr(at("2026-01-01 10:01:00"))}
-	if !stepState(&st, newTiming("s", config.Every{D: 2 * time.Second}), -time.Hour, at("2026-01-01 09:00:30")) ||
-		!st.BreakerUntil.Equal(at("2026-01-01 09:01:00")) || !st.NextRunAt.Equal(at("2026-01-01 09:01:00")) {
-		t.Errorf("breaker until %v, next %v after -1h, want both 09:01:00", st.BreakerUntil, st.NextRunAt)
-	}
-}
-
 // TestWallClockStepDuringPoll: a step of the wall clock while a poll is
 // in flight, seen first by the poll's end (the scheduling loop looks once a
 // second): the poll's outcome is moved once, not twice (a double move put
@@ -236,18 +176,18 @@ func TestWallClockStepDuringPoll(t *testing.T) {
 }
 
 // TestStepPoll: a poll's times read before a step the scheduler has seen
-// are moved by it (and its breaker's cooldown); within stepMin nothing moves.
+// are moved by it (and its breaker's cooldown); within policy.StepMin nothing moves.
 func TestStepPoll(t *testing.T) {
 	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	s := &Scheduler{skew: int64(-time.Hour)}
-	o := outcome{start: base, end: base.Add(time.Second), brk: breaker.Snapshot{State: breaker.Open, Until: base.Add(time.Minute)}}
-	if !s.stepPoll(&o, 0) || !o.start.Equal(base.Add(-time.Hour)) || !o.end.Equal(base.Add(time.Second-time.Hour)) ||
-		!o.brk.Until.Equal(base.Add(time.Minute-time.Hour)) {
-		t.Errorf("after a step of -1h: %v %v %v", o.start, o.end, o.brk.Until)
+	o := policy.Outcome{Start: base, End: base.Add(time.Second), Brk: breaker.Snapshot{State: breaker.Open, Until: base.Add(time.Minute)}}
+	if !s.stepPoll(&o, 0) || !o.Start.Equal(base.Add(-time.Hour)) || !o.End.Equal(base.Add(time.Second-time.Hour)) ||
+		!o.Brk.Until.Equal(base.Add(time.Minute-time.Hour)) {
+		t.Errorf("after a step of -1h: %v %v %v", o.Start, o.End, o.Brk.Until)
 	}
-	o2 := outcome{start: base, end: base}
-	if s.stepPoll(&o2, int64(-time.Hour+stepMin/2)) || !o2.start.Equal(base) {
-		t.Errorf("moved by less than stepMin: %v", o2.start)
+	o2 := policy.Outcome{Start: base, End: base}
+	if s.stepPoll(&o2, int64(-time.Hour+policy.StepMin/2)) || !o2.Start.Equal(base) {
+		t.Errorf("moved by less than policy.StepMin: %v", o2.Start)
 	}
 }
 

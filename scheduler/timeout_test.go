@@ -25,7 +25,8 @@ func done(t *testing.T, ctx context.Context) {
 func TestPollTimeouts(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tm := newPollTimeouts(parent)
+	tm := newPollTimeouts(parent, RealClock{})
+	defer tm.close()
 
 	before := time.Now()
 	ctx := tm.start(time.Millisecond)

@@ -14,8 +14,6 @@ func allowed() map[string]string {
 		"func cluster.Member.Round":   "cluster room splits the round; issue 21 removes it",
 		"fields scheduler.Scheduler":  "the scheduler split into rooms; issue 21 removes it",
 		"methods scheduler.Scheduler": "the scheduler split into rooms; issue 21 removes it",
-		"func scheduler.applyOutcome": "scheduler/policy: pure rules; issue 21 removes it",
-		"var scheduler.AllStates":     "scheduler/policy: state names; issue 21 removes it",
 	}
 }
 

@@ -1,23 +1,18 @@
-package scheduler
+package policy
 
 import (
-	"context"
-	"fmt"
 	"math"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/sources"
 )
 
 // nextRunCase is one input of the next-run rule, from raw fuzz values.
 type nextRunCase struct {
 	now       time.Time
-	tm        timing
+	tm        Timing
 	notBefore time.Time
 	brk       breaker.Snapshot
 	backoff   breaker.Backoff
@@ -69,7 +64,7 @@ func FuzzNextRun(f *testing.F) {
 		now := time.Unix(sec, int64(uint64(nsec)%1e9)).UTC()
 		c := nextRunCase{
 			now:       now,
-			tm:        newTiming(name, fuzzSchedule(t, kind%6, every)),
+			tm:        NewTiming(name, fuzzSchedule(t, kind%6, every)),
 			notBefore: now.Add(time.Duration(notBeforeOff)),
 			backoff:   breaker.Backoff{Initial: time.Duration(initial), Max: time.Duration(maxB), Multiplier: mult, Jitter: math.Mod(math.Abs(jitter), 1)},
 			k:         k,
@@ -86,15 +81,15 @@ func FuzzNextRun(f *testing.F) {
 
 func checkNextRun(t *testing.T, c nextRunCase) {
 	t.Helper()
-	tick := c.tm.next(c.now)
+	tick := c.tm.Next(c.now)
 	if !tick.After(c.now) {
-		t.Fatalf("tick %v not after now %v (every %v, phase %v)", tick, c.now, c.tm.every, c.tm.phase)
+		t.Fatalf("tick %v not after now %v (every %v, phase %v)", tick, c.now, c.tm.Every, c.tm.Phase)
 	}
 	if back := c.backoff.NextAttemptAt(c.now, c.k, c.jitter); back.Before(c.now) {
 		t.Fatalf("backoff %v (k=%d, %+v) before now %v", back, c.k, c.backoff, c.now)
 	}
-	notBefore := later(c.notBefore, c.backoff.NextAttemptAt(c.now, c.k, c.jitter))
-	next := nextRun(c.now, c.tm, notBefore, c.brk)
+	notBefore := MaxOf(c.notBefore, c.backoff.NextAttemptAt(c.now, c.k, c.jitter))
+	next := NextRun(c.now, c.tm, notBefore, c.brk)
 	switch {
 	case !next.After(c.now):
 		t.Fatalf("next %v not after now %v", next, c.now)
@@ -104,54 +99,11 @@ func checkNextRun(t *testing.T, c nextRunCase) {
 		t.Fatalf("next %v before the backoff or Retry-After %v", next, notBefore)
 	case c.brk.State == breaker.Open && !next.After(c.brk.Until):
 		t.Fatalf("next %v not after the cooldown %v", next, c.brk.Until)
-	case nanoKey(next) < nanoKey(c.now):
-		t.Fatalf("heap key of next %v (%d) before now's (%d)", next, nanoKey(next), nanoKey(c.now))
+	case NanoKey(next) < NanoKey(c.now):
+		t.Fatalf("heap key of next %v (%d) before now's (%d)", next, NanoKey(next), NanoKey(c.now))
 	}
-	retry := localRetry(c.now, c.tm, c.k, c.jitter)
-	if !retry.After(c.now) || retry.After(ceilMicro(tick)) {
+	retry := LocalRetry(c.now, c.tm, c.k, c.jitter)
+	if !retry.After(c.now) || retry.After(CeilMicro(tick)) {
 		t.Fatalf("local retry %v outside (now %v, tick %v]", retry, c.now, tick)
 	}
-}
-
-// A source on "@every 2562047h" (the longest whole-hour duration) is not
-// polled in the first hour, and its next run is ahead (round 1: "phase + D"
-// wrapped around int64 into the past and it was polled ~20 times a
-// second). The schedule is set on the loaded configuration, whatever bound
-// validation puts on "@every".
-func TestHugeEveryIsNotPolled(t *testing.T) {
-	for _, d := range []time.Duration{2562047 * time.Hour, math.MaxInt64, 200 * 365 * 24 * time.Hour} {
-		t.Run(d.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				// A name whose phase lies before the bubble's start (2000):
-				// its ticks are phase + k*D, the next one past int64.
-				name := ""
-				for i := 0; name == ""; i++ {
-					if n := fmt.Sprintf("rare-%d", i); phaseOf(n, d) < 20*365*24*time.Hour {
-						name = n
-					}
-				}
-				dir := t.TempDir()
-				cfg := writeConfig(t, dir, lifecycleDefaults+"  - {name: "+name+", type: exec, command: [\"true\"]}\n")
-				cfg.Sources[0].Schedule = config.Every{D: d}
-				var polls atomic.Int64
-				h := startWith(t, dir, cfg, nil, func(*config.Source) (sources.Poller, error) {
-					return countingPoller{&polls}, nil
-				})
-				defer h.stop()
-				time.Sleep(time.Hour)
-				o := h.source(name)
-				if n := polls.Load(); n != 0 || o.NextRunAt == nil || !o.NextRunAt.After(time.Now()) {
-					t.Fatalf("polled %d times in an hour; next run %v (now %v)", n, o.NextRunAt, time.Now())
-				}
-			})
-		})
-	}
-}
-
-// countingPoller succeeds and counts its polls.
-type countingPoller struct{ n *atomic.Int64 }
-
-func (p countingPoller) Poll(context.Context) sources.Result {
-	p.n.Add(1)
-	return sources.Result{ExitCode: 0}
 }

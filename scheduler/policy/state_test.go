@@ -1,4 +1,4 @@
-package scheduler
+package policy
 
 import (
 	"net/http"
@@ -29,21 +29,21 @@ func TestApplyOutcome(t *testing.T) {
 	src := testSource()
 	src.Schedule = config.Every{D: time.Second}
 	src.ScheduleSpec = "@every 1s"
-	tm := timing{sched: src.Schedule} // no phase: ticks at t+1s
+	tm := Timing{Sched: src.Schedule} // no Phase: ticks at t+1s
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	fail := func(st store.SourceState, brk breaker.Snapshot) store.SourceState {
-		return applyOutcome(st, src, tm, outcome{kind: store.OutcomeFailure, err: "GET x: 502 Bad Gateway", start: t0, end: t0, brk: brk, jitter: 0.5})
+		return Apply(st, src, tm, Outcome{Kind: store.OutcomeFailure, Err: "GET x: 502 Bad Gateway", Start: t0, End: t0, Brk: brk, Jitter: 0.5})
 	}
 	tests := []struct {
 		name  string
 		in    store.SourceState
-		o     outcome
+		o     Outcome
 		check func(t *testing.T, st store.SourceState)
 	}{
 		{
 			name: "success resets failures and schedules the next tick",
 			in:   store.SourceState{ConsecutiveFailures: 3, ConsecutiveThrottles: 2, LastError: "old"},
-			o:    outcome{kind: store.OutcomeSuccess, start: t0, end: at(100 * time.Millisecond), brk: breaker.Snapshot{State: breaker.Closed}},
+			o:    Outcome{Kind: store.OutcomeSuccess, Start: t0, End: at(100 * time.Millisecond), Brk: breaker.Snapshot{State: breaker.Closed}},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.ConsecutiveFailures != 0 || st.ConsecutiveThrottles != 0 || st.PollsTotal != 1 {
 					t.Errorf("got %+v", st)
@@ -59,7 +59,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "k-th failure backs off initial*multiplier^(k-1), not before the next tick",
 			in:   store.SourceState{ConsecutiveFailures: 4},
-			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.ConsecutiveFailures != 5 || st.FailuresTotal != 1 || st.LastError != "boom" || st.LastErrorAt == nil || !st.LastErrorAt.Equal(t0) {
 					t.Errorf("got %+v", st)
@@ -75,7 +75,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "first failure: the next tick wins over a shorter backoff",
 			in:   store.SourceState{},
-			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
 				if !st.NextRunAt.Equal(at(time.Second)) {
 					t.Errorf("next %v", st.NextRunAt)
@@ -85,7 +85,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "backoff is capped at max",
 			in:   store.SourceState{ConsecutiveFailures: 8},
-			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
 				// error_after is 10: the 9th failure is still backoff; 2^8 s > 15m? no: 256s.
 				if !st.NextRunAt.Equal(at(256 * time.Second)) {
@@ -96,7 +96,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "open breaker defers the next poll past its cooldown",
 			in:   store.SourceState{ConsecutiveFailures: 4},
-			o:    outcome{kind: store.OutcomeFailure, err: "boom", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}, jitter: 0.5},
+			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}, Jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
 					t.Errorf("breaker %s until %v", st.BreakerState, st.BreakerUntil)
@@ -115,7 +115,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "error_after failures enter the error state with the reason",
 			in:   store.SourceState{ConsecutiveFailures: 9},
-			o:    outcome{kind: store.OutcomeFailure, err: "GET https://example.com/status: 502 Bad Gateway", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
+			o:    Outcome{Kind: store.OutcomeFailure, Err: "GET https://example.com/status: 502 Bad Gateway", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
 			check: func(t *testing.T, st store.SourceState) {
 				want := "10 consecutive failures; last: GET https://example.com/status: 502 Bad Gateway"
 				if st.ErrorReason != want || st.NextRunAt != nil || st.ConsecutiveFailures != 10 {
@@ -129,7 +129,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "throttled with Retry-After seconds: not counted as a failure",
 			in:   store.SourceState{ConsecutiveFailures: 2},
-			o:    outcome{kind: store.OutcomeThrottled, err: "429", retryAfter: "120", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}},
+			o:    Outcome{Kind: store.OutcomeThrottled, Err: "429", RetryAfter: "120", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.ConsecutiveFailures != 2 || st.FailuresTotal != 0 || st.ThrottledTotal != 1 || st.ConsecutiveThrottles != 1 {
 					t.Errorf("got %+v", st)
@@ -145,7 +145,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "throttled with an HTTP date",
 			in:   store.SourceState{},
-			o:    outcome{kind: store.OutcomeThrottled, retryAfter: at(5 * time.Minute).Format(http.TimeFormat), start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}},
+			o:    Outcome{Kind: store.OutcomeThrottled, RetryAfter: at(5 * time.Minute).Format(http.TimeFormat), Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
 			check: func(t *testing.T, st store.SourceState) {
 				if !st.NextRunAt.Equal(at(5 * time.Minute)) {
 					t.Errorf("next %v", st.NextRunAt)
@@ -155,7 +155,7 @@ func TestApplyOutcome(t *testing.T) {
 		{
 			name: "throttled without Retry-After backs off by consecutive throttles",
 			in:   store.SourceState{ConsecutiveThrottles: 3},
-			o:    outcome{kind: store.OutcomeThrottled, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Closed}, jitter: 0.5},
+			o:    Outcome{Kind: store.OutcomeThrottled, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
 			check: func(t *testing.T, st store.SourceState) {
 				if !st.NextRunAt.Equal(at(8 * time.Second)) {
 					t.Errorf("next %v", st.NextRunAt)
@@ -164,21 +164,21 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "a throttled half-open probe leaves the breaker half-open",
-			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: ptr(t0.Add(-time.Second))},
-			o:    outcome{kind: store.OutcomeThrottled, retryAfter: "1", start: t0, end: t0, brk: breaker.Snapshot{State: breaker.HalfOpen}},
+			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(-time.Second))},
+			o:    Outcome{Kind: store.OutcomeThrottled, RetryAfter: "1", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.HalfOpen}},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.BreakerState != breaker.HalfOpen || st.ConsecutiveFailures != 5 {
 					t.Errorf("breaker %s failures %d", st.BreakerState, st.ConsecutiveFailures)
 				}
-				if StateOf(&st, t0) != StateThrottled || breakerOf(&st, t0) != breaker.HalfOpen {
-					t.Errorf("state %s breaker %s", StateOf(&st, t0), breakerOf(&st, t0))
+				if StateOf(&st, t0) != StateThrottled || BreakerOf(&st, t0) != breaker.HalfOpen {
+					t.Errorf("state %s breaker %s", StateOf(&st, t0), BreakerOf(&st, t0))
 				}
 			},
 		},
 		{
 			name: "rejected by the open breaker: nothing counts, due after its cooldown",
-			in:   store.SourceState{ConsecutiveFailures: 5, PollsTotal: 7, LastRunAt: ptr(t0), LastOutcome: store.OutcomeFailure, NextRunAt: ptr(t0)},
-			o:    outcome{kind: kindRejected, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
+			in:   store.SourceState{ConsecutiveFailures: 5, PollsTotal: 7, LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeFailure, NextRunAt: UTCPtr(t0)},
+			o:    Outcome{Kind: KindRejected, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.ConsecutiveFailures != 5 || st.PollsTotal != 7 || st.FailuresTotal != 0 || !st.LastRunAt.Equal(t0) || st.LastOutcome != store.OutcomeFailure {
 					t.Errorf("a rejected poll counted: %+v", st)
@@ -186,25 +186,25 @@ func TestApplyOutcome(t *testing.T) {
 				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
 					t.Errorf("breaker %s until %v; want the live breaker's", st.BreakerState, st.BreakerUntil)
 				}
-				if want := at(time.Minute + time.Millisecond); !st.NextRunAt.Equal(want) {
-					t.Errorf("next %v, want %v (just after the cooldown)", st.NextRunAt, want)
+				if want := at(time.Minute + time.Microsecond); !st.NextRunAt.Equal(want) {
+					t.Errorf("next %v, want %v (just after the cooldown: its probe, to the store's microsecond)", st.NextRunAt, want)
 				}
 			},
 		},
 		{
 			name: "rejected records the live breaker over a stale stored one",
 			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Closed},
-			o:    outcome{kind: kindRejected, start: t0, end: t0, brk: breaker.Snapshot{State: breaker.Open, Until: at(10 * time.Second)}},
+			o:    Outcome{Kind: KindRejected, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(10 * time.Second)}},
 			check: func(t *testing.T, st store.SourceState) {
-				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Millisecond)) {
+				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Microsecond)) {
 					t.Errorf("state %s next %v", StateOf(&st, t0), st.NextRunAt)
 				}
 			},
 		},
 		{
 			name: "interrupted changes nothing but makes the source due",
-			in:   store.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: ptr(at(time.Hour))},
-			o:    outcome{kind: store.OutcomeInterrupted, start: t0, end: at(time.Second)},
+			in:   store.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: UTCPtr(at(time.Hour))},
+			o:    Outcome{Kind: store.OutcomeInterrupted, Start: t0, End: at(time.Second)},
 			check: func(t *testing.T, st store.SourceState) {
 				if st.ConsecutiveFailures != 2 || st.PollsTotal != 7 || st.LastRunAt != nil || !st.NextRunAt.Equal(t0) {
 					t.Errorf("got %+v", st)
@@ -214,7 +214,7 @@ func TestApplyOutcome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.check(t, applyOutcome(tc.in, src, tm, tc.o))
+			tc.check(t, Apply(tc.in, src, tm, tc.o))
 		})
 	}
 
@@ -245,7 +245,7 @@ func TestApplyOutcome(t *testing.T) {
 func TestApplyAction(t *testing.T) {
 	src := testSource()
 	errored := store.SourceState{Name: "api", ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: x",
-		BreakerState: breaker.Open, BreakerUntil: ptr(t0.Add(time.Minute)), LastRunAt: ptr(t0), LastOutcome: store.OutcomeFailure, PollsTotal: 10}
+		BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(time.Minute)), LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeFailure, PollsTotal: 10}
 	tests := []struct {
 		name, action, reason string
 		in                   store.SourceState
@@ -257,7 +257,7 @@ func TestApplyAction(t *testing.T) {
 		{"pause without reason", ActionPause, "", store.SourceState{Name: "api"}, StatePaused, false},
 		{"resume of a paused source schedules it", ActionResume, "", store.SourceState{Name: "api", Paused: true, PausedReason: "x"}, StatePending, true},
 		{"resume of a paused source in error keeps the error", ActionResume, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StateError, false},
-		{"resume of a running source is a no-op", ActionResume, "", store.SourceState{Name: "api", NextRunAt: ptr(t0)}, StatePending, true},
+		{"resume of a running source is a no-op", ActionResume, "", store.SourceState{Name: "api", NextRunAt: UTCPtr(t0)}, StatePending, true},
 		{"reset of a paused source keeps it paused", ActionReset, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StatePaused, false},
 	}
 	for _, tc := range tests {
@@ -291,15 +291,15 @@ func TestTimingPhase(t *testing.T) {
 	seen := map[time.Duration]bool{}
 	for i := range 1000 {
 		name := "src-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String()
-		tm := newTiming(name, config.Every{D: d})
-		n1 := tm.next(t0)
+		tm := NewTiming(name, config.Every{D: d})
+		n1 := tm.Next(t0)
 		if !n1.After(t0) || n1.Sub(t0) > d {
 			t.Fatalf("first tick %v not within (t0, t0+D]", n1.Sub(t0))
 		}
-		if n2 := tm.next(n1); n2.Sub(n1) != d {
+		if n2 := tm.Next(n1); n2.Sub(n1) != d {
 			t.Fatalf("ticks %v apart, want %v", n2.Sub(n1), d)
 		}
-		if again := newTiming(name, config.Every{D: d}).next(t0); !again.Equal(n1) {
+		if again := NewTiming(name, config.Every{D: d}).Next(t0); !again.Equal(n1) {
 			t.Fatalf("phase not stable: %v vs %v", again, n1)
 		}
 		seen[n1.Sub(t0).Truncate(time.Second)] = true
@@ -312,19 +312,19 @@ func TestTimingPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := newTiming("c", cron)
-	if got := tm.next(t0.Add(time.Second)); !got.Equal(t0.Add(5 * time.Minute)) {
+	tm := NewTiming("c", cron)
+	if got := tm.Next(t0.Add(time.Second)); !got.Equal(t0.Add(5 * time.Minute)) {
 		t.Errorf("cron next %v", got)
 	}
-	if n := tm.ticksBetween(t0, t0.Add(time.Hour), 1000); n != 12 {
+	if n := tm.TicksBetween(t0, t0.Add(time.Hour), 1000); n != 12 {
 		t.Errorf("ticks in an hour: %d", n)
 	}
-	if n := newTiming("e", config.Every{D: time.Second}).ticksBetween(t0, t0.Add(time.Hour), 100); n != 100 {
+	if n := NewTiming("e", config.Every{D: time.Second}).TicksBetween(t0, t0.Add(time.Hour), 100); n != 100 {
 		t.Errorf("tick count not capped: %d", n)
 	}
 }
 
-// ceilMicro rounds up to the store's precision and never earlier.
+// CeilMicro rounds up to the store's precision and never earlier.
 func TestCeilMicro(t *testing.T) {
 	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct{ in, want time.Time }{
@@ -334,8 +334,8 @@ func TestCeilMicro(t *testing.T) {
 		{base.Add(999), base.Add(time.Microsecond)},
 		{base.Add(1001), base.Add(2 * time.Microsecond)},
 	} {
-		if got := ceilMicro(c.in); !got.Equal(c.want) {
-			t.Errorf("ceilMicro(%s) = %s, want %s", c.in.Format(time.RFC3339Nano), got.Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
+		if got := CeilMicro(c.in); !got.Equal(c.want) {
+			t.Errorf("CeilMicro(%s) = %s, want %s", c.in.Format(time.RFC3339Nano), got.Format(time.RFC3339Nano), c.want.Format(time.RFC3339Nano))
 		}
 	}
 }
@@ -344,7 +344,7 @@ func TestCeilMicro(t *testing.T) {
 // now, no earlier than the backoff or Retry-After, and after an open
 // breaker's Until, rounded up to the microsecond.
 func TestNextRun(t *testing.T) {
-	tm := timing{sched: config.Every{D: time.Second}, every: time.Second} // phase 0: ticks at whole seconds
+	tm := Timing{Sched: config.Every{D: time.Second}, Every: time.Second} // phase 0: ticks at whole seconds
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	closed := breaker.Snapshot{State: breaker.Closed}
 	tests := []struct {
@@ -358,7 +358,7 @@ func TestNextRun(t *testing.T) {
 		{"a tick is strictly after now", at(time.Second), time.Time{}, closed, at(2 * time.Second)},
 		{"a backoff before the tick loses", at(0), at(500 * time.Millisecond), closed, at(time.Second)},
 		{"a backoff after the tick wins", at(0), at(7 * time.Second), closed, at(7 * time.Second)},
-		{"an open breaker: just after its Until", at(0), at(2 * time.Second), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(30*time.Second + time.Millisecond)},
+		{"an open breaker: just after its Until", at(0), at(2 * time.Second), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(30*time.Second + time.Microsecond)},
 		{"an open breaker whose Until is past: the tick", at(0), time.Time{}, breaker.Snapshot{State: breaker.Open, Until: at(-time.Minute)}, at(time.Second)},
 		{"a backoff after the breaker's Until wins", at(0), at(time.Minute), breaker.Snapshot{State: breaker.Open, Until: at(30 * time.Second)}, at(time.Minute)},
 		{"a half-open breaker does not delay", at(0), time.Time{}, breaker.Snapshot{State: breaker.HalfOpen, Until: at(time.Hour)}, at(time.Second)},
@@ -366,7 +366,7 @@ func TestNextRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nextRun(tc.now, tm, tc.notBefore, tc.brk); !got.Equal(tc.want) {
+			if got := NextRun(tc.now, tm, tc.notBefore, tc.brk); !got.Equal(tc.want) {
 				t.Errorf("nextRun = %v, want %v", got, tc.want)
 			}
 		})
@@ -379,16 +379,16 @@ func TestSetBreaker(t *testing.T) {
 	for _, b := range []breaker.Snapshot{
 		{State: breaker.Closed}, {State: breaker.HalfOpen}, {State: breaker.Open, Until: t0.Add(time.Minute)},
 	} {
-		st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: ptr(t0)}
-		setBreaker(&st, b)
-		if got := breakerSnapshot(&st); got.State != b.State || !got.Until.Equal(b.Until) {
-			t.Errorf("setBreaker(%+v) reads back as %+v", b, got)
+		st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0)}
+		SetBreaker(&st, b)
+		if got := SnapshotOf(&st); got.State != b.State || !got.Until.Equal(b.Until) {
+			t.Errorf("SetBreaker(%+v) reads back as %+v", b, got)
 		}
 		if b.State != breaker.Open && st.BreakerUntil != nil {
-			t.Errorf("setBreaker(%+v) left BreakerUntil %v", b, st.BreakerUntil)
+			t.Errorf("SetBreaker(%+v) left BreakerUntil %v", b, st.BreakerUntil)
 		}
 	}
-	if got := breakerSnapshot(&store.SourceState{}); got.State != breaker.Closed {
+	if got := SnapshotOf(&store.SourceState{}); got.State != breaker.Closed {
 		t.Errorf(`an empty breaker state reads as %q, want closed`, got.State)
 	}
 }

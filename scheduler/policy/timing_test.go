@@ -1,4 +1,4 @@
-package scheduler
+package policy
 
 import (
 	"fmt"
@@ -56,11 +56,11 @@ func TestPhases(t *testing.T) {
 	}
 	// Anchored on the epoch: two timings of the same source agree, and the
 	// next tick after any instant is the same one.
-	a := newTiming("x", config.Every{D: time.Minute})
-	b := newTiming("x", config.Every{D: time.Minute})
+	a := NewTiming("x", config.Every{D: time.Minute})
+	b := NewTiming("x", config.Every{D: time.Minute})
 	at := time.Date(2026, 11, 30, 10, 0, 7, 0, time.UTC)
-	if na, nb := a.next(at), b.next(at); !na.Equal(nb) || !na.After(at) || na.Sub(at) > time.Minute ||
-		time.Duration(na.UnixNano()%int64(time.Minute)) != a.phase {
-		t.Errorf("next(%v) = %v and %v; phase %v", at, na, nb, a.phase)
+	if na, nb := a.Next(at), b.Next(at); !na.Equal(nb) || !na.After(at) || na.Sub(at) > time.Minute ||
+		time.Duration(na.UnixNano()%int64(time.Minute)) != a.Phase {
+		t.Errorf("next(%v) = %v and %v; phase %v", at, na, nb, a.Phase)
 	}
 }

@@ -1,4 +1,4 @@
-package scheduler
+package view
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -57,7 +58,7 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 	if st.LastOutcome == store.OutcomeThrottled {
 		return "throttled: next attempt " + next
 	}
-	switch breakerOf(st, now) {
+	switch policy.BreakerOf(st, now) {
 	case breaker.Open:
 		return fmt.Sprintf("breaker open until %s (cooldown %s)", clockTime(*st.BreakerUntil, now), ShortDuration(src.Breaker.Cooldown))
 	case breaker.HalfOpen:

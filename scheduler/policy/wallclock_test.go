@@ -1,4 +1,4 @@
-package scheduler
+package policy
 
 import (
 	"testing"
@@ -65,10 +65,10 @@ func TestScheduleAcrossDST(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tm := newTiming("x", s)
+			tm := NewTiming("x", s)
 			at := tt.from
 			for i, want := range tt.want {
-				got := tm.next(at)
+				got := tm.Next(at)
 				if !got.Equal(want) {
 					t.Fatalf("activation %d after %s: %s, want %s", i+1, at.UTC().Format(time.RFC3339), got.UTC().Format(time.RFC3339), want.Format(time.RFC3339))
 				}
@@ -91,10 +91,10 @@ func TestDailyJobOncePerDayAcrossDST(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tm := newTiming("x", s)
+		tm := NewTiming("x", s)
 		for _, week := range []time.Time{inUTC(2026, 3, 25, 12, 0), inUTC(2026, 10, 21, 12, 0)} {
 			perDay := map[string]int{}
-			for at := tm.next(week); at.Before(week.Add(7 * 24 * time.Hour)); at = tm.next(at) {
+			for at := tm.Next(week); at.Before(week.Add(7 * 24 * time.Hour)); at = tm.Next(at) {
 				perDay[at.In(berlin).Format("2006-01-02")]++
 			}
 			for d := range 7 {

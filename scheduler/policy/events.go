@@ -1,4 +1,4 @@
-package scheduler
+package policy
 
 import (
 	"time"
@@ -20,15 +20,15 @@ import (
 //     source reset, or whose configuration changed, while in one of those
 //     (store.SourceState.IncidentOpen), so that every incident is closed.
 
-// pollEvents returns the events of one poll that took a source from prev to
+// PollEvents returns the events of one poll that took a source from prev to
 // cur, limited to those n wants; nil without a notify section (nothing is
 // allocated then). kind is the poll's outcome, reason its error.
-func pollEvents(n *config.Notify, name string, prev, cur *store.SourceState, kind, reason string, start, end time.Time) []store.Event {
+func PollEvents(n *config.Notify, name string, prev, cur *store.SourceState, kind, reason string, start, end time.Time) []store.Event {
 	if n == nil {
 		return nil
 	}
 	prevShown, curShown := StateOf(prev, start), StateOf(cur, end)
-	prevBrk := breakerOf(prev, start)
+	prevBrk := BreakerOf(prev, start)
 	mk := func(event, why string) store.Event {
 		return store.Event{
 			ID: store.NewEventID(), Source: name, Event: event, State: curShown, PreviousState: prevShown,

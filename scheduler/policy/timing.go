@@ -1,4 +1,12 @@
-package scheduler
+// Package policy holds the per-source rules of pacer's scheduler as pure
+// functions of (state, outcome, now): the state shown, the outcome of a
+// poll applied to the stored state (backoff, breaker, Retry-After, error
+// state), the next run composed of "not before" times (MaxOf), operator
+// actions, the schedule's ticks (Timing), the moves of a step of the wall
+// clock, delivered results and notification events. Nothing here reads a
+// clock, takes a lock or touches the store: the scheduler applies these
+// rules under its own lock, and the tests call them directly.
+package policy
 
 import (
 	"math"
@@ -12,26 +20,29 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// timing turns a source's schedule into activation times. "@every D"
+// Timing turns a source's schedule into activation times. "@every D"
 // schedules are anchored to a per-source phase (from a hash of the name) on the
 // Unix epoch, as Prometheus spreads its scrape targets: 10,000 sources on
 // "@every 1m" loaded together fire spread over the minute, and a source keeps
 // its phase across restarts. Cron schedules that fire at given hours follow
 // cronie across daylight-saving changes (wallClock).
-type timing struct {
-	sched config.Schedule
-	every time.Duration
-	phase time.Duration // in [0, every)
+type Timing struct {
+	Sched config.Schedule // nil: never
+	Every time.Duration   // "@every": its period, else 0
+	Phase time.Duration   // "@every": the offset of its ticks, in [0, Every)
 }
 
-func newTiming(name string, s config.Schedule) timing {
-	t := timing{sched: s}
+// NewTiming returns the timing of the source name on schedule s: "@every"
+// with its phase (phaseOf), a cron schedule at given hours on the wall
+// clock (wallClock).
+func NewTiming(name string, s config.Schedule) Timing {
+	t := Timing{Sched: s}
 	if e, ok := s.(config.Every); ok && e.D > 0 {
-		t.every = e.D
-		t.phase = phaseOf(name, e.D)
+		t.Every = e.D
+		t.Phase = phaseOf(name, e.D)
 	}
 	if ss, ok := s.(*cron.SpecSchedule); ok && atGivenHours(ss) {
-		t.sched = newWallClock(ss)
+		t.Sched = newWallClock(ss)
 	}
 	return t
 }
@@ -58,17 +69,18 @@ func phaseGrid(d time.Duration) time.Duration {
 	return max(min(10*time.Millisecond, d/100), 1)
 }
 
-// next returns the first activation strictly after t. It never wraps
+// Next returns the first activation strictly after t: the schedule's "not
+// before" time in the next-run rule (NextRun). It never wraps
 // around: an activation too far ahead to be represented saturates (to the
 // latest time.Time, see time.Time.Add), so it is never before t.
-func (tm timing) next(t time.Time) time.Time {
-	if tm.every > 0 {
-		return t.Add(tm.every - everyRem(t, tm.every, tm.phase)).UTC()
+func (tm Timing) Next(t time.Time) time.Time {
+	if tm.Every > 0 {
+		return t.Add(tm.Every - everyRem(t, tm.Every, tm.Phase)).UTC()
 	}
-	if tm.sched == nil {
+	if tm.Sched == nil {
 		return never(t)
 	}
-	n := tm.sched.Next(t)
+	n := tm.Sched.Next(t)
 	if n.IsZero() || !n.After(t) {
 		return never(t)
 	}
@@ -94,37 +106,37 @@ func everyRem(t time.Time, d, phase time.Duration) time.Duration {
 	return time.Duration(n.Mod(n, big.NewInt(int64(d))).Int64()) // Euclidean: in [0, d)
 }
 
-// ticksBetween counts activations in (from, to], at most limit.
-func (tm timing) ticksBetween(from, to time.Time, limit int) int {
+// TicksBetween counts activations in (from, to], at most limit.
+func (tm Timing) TicksBetween(from, to time.Time, limit int) int {
 	n := 0
-	for t := tm.next(from); !t.After(to) && n < limit; t = tm.next(t) {
+	for t := tm.Next(from); !t.After(to) && n < limit; t = tm.Next(t) {
 		n++
 	}
 	return n
 }
 
-// farFuture stands for "never" when a cron schedule has no next activation.
-func farFuture() time.Time { return time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }
+// FarFuture stands for "never" when a cron schedule has no next activation.
+func FarFuture() time.Time { return time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }
 
-// never is "no activation" after t: farFuture, or past t if t is later
+// never is "no activation" after t: FarFuture, or past t if t is later
 // still (a next run is never before now).
 func never(t time.Time) time.Time {
-	if f := farFuture(); f.After(t) {
+	if f := FarFuture(); f.After(t) {
 		return f
 	}
 	return t.Add(math.MaxInt64)
 }
 
-// latestKey is the latest time the due heap can hold (its keys are
+// LatestKey is the latest time the due heap can hold (its keys are
 // UnixNano): about 2262-04-11. A due time beyond it is as good as never.
-const latestKey = math.MaxInt64
+const LatestKey = math.MaxInt64
 
-// nanoKey is t's UnixNano, saturated at the ends of the int64 range instead
+// NanoKey is t's UnixNano, saturated at the ends of the int64 range instead
 // of wrapping around (time.Time.UnixNano is undefined there).
-func nanoKey(t time.Time) int64 {
+func NanoKey(t time.Time) int64 {
 	switch s := t.Unix(); {
 	case s >= math.MaxInt64/int64(time.Second):
-		return latestKey
+		return LatestKey
 	case s <= math.MinInt64/int64(time.Second):
 		return math.MinInt64
 	}

@@ -1,10 +1,18 @@
-package scheduler
+// Package view is the presentation of pacer's sources shared by the admin
+// API, the dashboard and the CLI: the source object of contract section 4
+// (SourceObject, View), the explanation of a source's wait (Explain, with
+// QueueInfo), the dashboard's rows (Row) and relative times (Relative,
+// ShortDuration). Everything here is a pure function of a source's
+// configuration, its stored state and now; the scheduler fills these types
+// under its lock, the CLI from the store.
+package view
 
 import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -47,9 +55,9 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		Name:                src.Name,
 		Type:                src.Type,
 		Schedule:            redact(src.ScheduleSpec),
-		State:               StateOf(st, now),
+		State:               policy.StateOf(st, now),
 		ConsecutiveFailures: st.ConsecutiveFailures,
-		Breaker:             breakerOf(st, now),
+		Breaker:             policy.BreakerOf(st, now),
 		NextRunAt:           utc(st.NextRunAt),
 		LastRunAt:           utc(st.LastRunAt),
 		LastSuccessAt:       utc(st.LastSuccessAt),
@@ -63,7 +71,7 @@ func View(src *config.Source, st *store.SourceState, now time.Time, redact func(
 		LastChangedAt:       utc(st.LastChangedAt),
 		ChangesTotal:        st.ChangesTotal,
 	}
-	if o.State == StatePaused || o.State == StateError && src.ErrorReprobe <= 0 {
+	if o.State == policy.StatePaused || o.State == policy.StateError && src.ErrorReprobe <= 0 {
 		o.NextRunAt = nil // a re-probed source in error shows its re-probe
 	}
 	if o.Breaker == "" {
