@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"testing"
 
 	"github.com/pacer-dev/pacer/store"
@@ -38,7 +39,11 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 			f := newFlusher(nil, nil, nil, nil, nil)
 			s := &Scheduler{own: nameOnly{}, flush: f, owners: tt.owners}
 			s.active[0] = tt.active
-			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.slot("src")}
+			e := &entry{name: "src", shard: 0, sl: f.slot("src")}
+			e.slot.Init(e)
+			if tt.busy {
+				queue.New[*entry](nil).Take(&e.slot) // a poll in flight
+			}
 			if tt.pending {
 				f.queue = append(f.queue, write{sl: e.sl, st: store.SourceState{Name: "src"}})
 				e.sl.pend = 0

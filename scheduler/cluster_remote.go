@@ -24,7 +24,7 @@ func (s *Scheduler) owner(e *entry) *string {
 	if s.own == nil {
 		return nil
 	}
-	if s.active[e.shard] || e.busy || !s.flush.clean(e.sl) {
+	if s.active[e.shard] || e.slot.Busy() || !s.flush.clean(e.sl) {
 		name := s.own.Name()
 		return &name
 	}
@@ -149,7 +149,7 @@ func (s *Scheduler) storedView(ctx context.Context, name string) (SourceObject, 
 		return SourceObject{}, fmt.Errorf("read %s: %w", name, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return SourceObject{}, err
@@ -169,7 +169,7 @@ func (s *Scheduler) isRemote(name string) bool {
 		return false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e := s.entries[name]
 	return e != nil && !e.removed && !s.active[e.shard]
 }
@@ -178,7 +178,7 @@ func (s *Scheduler) isRemote(name string) bool {
 // stay pending for their owners.
 func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	out := cmds[:0]
 	for _, c := range cmds {
 		if s.ownsCommand(c) {
@@ -191,7 +191,7 @@ func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 // activeCount is the number of shards polled.
 func (s *Scheduler) activeCount() int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.activeN
 }
 
@@ -218,7 +218,7 @@ func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
 			}
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if len(dormant) == 0 {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 // Sources returns every configured source, in configuration order.
 func (s *Scheduler) Sources() []SourceObject {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.now()
 	out := make([]SourceObject, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
@@ -30,7 +30,7 @@ func (s *Scheduler) Sources() []SourceObject {
 // Source returns one source, or ErrNotFound.
 func (s *Scheduler) Source(name string) (SourceObject, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return SourceObject{}, err
@@ -87,7 +87,7 @@ func (s *Scheduler) Trigger(name string) error {
 // trigger is Trigger on this member.
 func (s *Scheduler) trigger(name string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return err
@@ -99,10 +99,9 @@ func (s *Scheduler) trigger(name string) error {
 		return fmt.Errorf("%w: source %q is paused; resume it first", ErrConflict, name)
 	case e.st.ErrorReason != "":
 		return fmt.Errorf("%w: source %q is in error; reset it first", ErrConflict, name)
-	case e.busy:
+	case e.slot.Busy():
 		return nil
 	}
-	s.due.remove(e)
 	s.dispatch(e, s.now(), time.Time{})
 	return nil
 }
@@ -137,19 +136,19 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 	s.mu.Lock()
 	e, err := s.entry(name)
 	if err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return SourceObject{}, 0, err
 	}
 	now := s.now()
 	prev := StateOf(&e.st, now)
 	st, err := applyAction(action, e.st, e.timing, reason, now)
 	if err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return SourceObject{}, 0, err
 	}
 	e.st = st
 	if action == ActionReset {
-		if e.busy {
+		if e.slot.Busy() {
 			e.resetPending = true
 		} else {
 			e.brk = nil
@@ -160,7 +159,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 	s.save(e, nil)
 	s.reschedule(e, now)
 	o, seq := View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
-	s.mu.Unlock()
+	s.unlock()
 	return o, seq, nil
 }
 
@@ -169,7 +168,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint
 func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.PollRecord, error) {
 	s.mu.Lock()
 	_, err := s.entry(name)
-	s.mu.Unlock()
+	s.unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +209,7 @@ func mergeHistory(pending, stored []store.PollRecord, n int) []store.PollRecord 
 func (s *Scheduler) Ready(ctx context.Context) error {
 	s.mu.Lock()
 	started, stopped := s.started, s.stopped
-	s.mu.Unlock()
+	s.unlock()
 	switch {
 	case !started:
 		return fmt.Errorf("not started")

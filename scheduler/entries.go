@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,7 +14,8 @@ import (
 // addEntry builds the runtime of src from its stored state and schedules it.
 // Called with mu held.
 func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
-	e := &entry{name: src.Name, idx: -1, sl: s.flush.slot(src.Name)}
+	e := &entry{name: src.Name, sl: s.flush.slot(src.Name)}
+	e.slot.Init(e)
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {
 		st = store.SourceState{Name: src.Name}
@@ -53,7 +53,7 @@ func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState
 		e.brk = s.restoreBreaker(src, st)
 	}
 	e.timing = newTiming(src.Name, src.Schedule)
-	e.group = s.groups[src.Limit]
+	e.group = s.q.Group(src.Limit)
 	e.shard = store.ShardOf(src.Name, src.Limit)
 	s.shardDirty = true
 	e.gen++
@@ -99,25 +99,14 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 // reschedule puts an idle, schedulable entry in the heap at its next run
 // time (now if that is past, or if it has none yet: its first tick).
 func (s *Scheduler) reschedule(e *entry, now time.Time) {
-	if e.busy || e.removed || e.st.Paused || silent(&e.st, e.src) || s.dormant(e) {
-		s.due.remove(e)
+	if e.slot.Busy() || e.removed || e.st.Paused || silent(&e.st, e.src) || s.dormant(e) {
+		s.q.Due.Remove(&e.slot)
 		return
 	}
 	if e.st.NextRunAt == nil {
 		e.st.NextRunAt = ptr(nextRun(now, e.timing, time.Time{}, breakerSnapshot(&e.st)))
 	}
-	at := *e.st.NextRunAt
-	s.due.schedule(e, at)
-	if e.idx == 0 {
-		s.poke()
-	}
-}
-
-func (s *Scheduler) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.q.Schedule(&e.slot, nanoKey(*e.st.NextRunAt)) // saturates: a due time past 2262 never wraps into the past
 }
 
 // dropEntry forgets a source removed from the configuration once its last
@@ -156,7 +145,7 @@ func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason strin
 	if cur == StateError || cur == StateOpen {
 		lvl = slog.LevelWarn
 	}
-	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
+	s.logLocked(lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
 		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
 	if e.flap != nil {
 		e.flap.logged = cur // what the source's last line reported (flaplog.go)

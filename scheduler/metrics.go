@@ -172,7 +172,7 @@ func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailure
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	counts := make(map[string]int, len(AllStates))
 	for i, st := range AllStates {
 		counts[st] = byState[i]

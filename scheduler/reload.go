@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
@@ -18,7 +19,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("reload: %w", err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
@@ -27,15 +28,15 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	s.cfg = cfg
 	s.redact = cfg.Redactor()
 	s.keep.Store(int64(cfg.History.Keep))
-	s.reloadGroups(cfg.Limits)
+	s.q.SetLimits(s.dispatching.ctx, cfg.Limits, s.dispatching.spawn)
 	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	if s.descLimit(cfg) < cfg.Concurrency {
-		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
+		s.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
 	}
 	s.resizeWorkers(s.limitOf(cfg))
-	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	s.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
 	return nil
 }
 
@@ -55,7 +56,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 			added = append(added, cfg.Sources[i].Name)
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	stored := make(map[string]store.SourceState, len(added))
 	for _, name := range added {
 		if st, ok := s.flush.released(name); ok {
@@ -71,25 +72,6 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 		}
 	}
 	return stored, nil
-}
-
-// reloadGroups keeps the groups whose limits are unchanged, starts the new
-// ones and retires the others (their waiting jobs return to their sources'
-// schedules). mu held.
-func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
-	old := s.groups
-	s.groups = make(map[string]*group, len(limits))
-	for name, l := range limits {
-		if g, ok := old[name]; ok && g.limit == l {
-			s.groups[name] = g
-			delete(old, name)
-			continue
-		}
-		s.groups[name] = s.startGroup(name, l)
-	}
-	for _, g := range old {
-		g.cancel()
-	}
 }
 
 // reloadSources adds the new sources (from their stored states), gives the
@@ -139,8 +121,8 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		if e.mark == mark {
 			continue
 		}
-		s.due.remove(e)
-		if e.busy {
+		s.q.Due.Remove(&e.slot)
+		if e.slot.Busy() {
 			e.removed = true
 		} else {
 			s.dropEntry(e)
@@ -164,12 +146,12 @@ func (s *Scheduler) keepSource(e *entry, src *config.Source, now time.Time) erro
 		e.poller = p
 	}
 	e.src = src
-	e.group = s.groups[src.Limit]
+	e.group = s.q.Group(src.Limit)
 	if src.Limit == limit {
 		return nil
 	}
 	if sh := store.ShardOf(src.Name, src.Limit); sh != e.shard {
-		s.due.remove(e)
+		s.q.Due.Remove(&e.slot)
 		e.shard, s.shardDirty = sh, true
 		s.reschedule(e, now)
 	}

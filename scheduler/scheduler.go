@@ -17,13 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
-
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Errors of the control methods, matched with errors.Is.
@@ -107,22 +106,20 @@ type Scheduler struct {
 	// passes over every source (board.go), the lock released.
 	viewHook func()
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// logs holds the log lines noted under mu, written by unlock after it
+	// (locklog.go).
+	logs    lockedLog
 	cfg     *config.Config
 	redact  *config.Redactor
 	entries map[string]*entry
 	// reloadMark is flipped at each reload; the entries of the sources the
 	// reload keeps take its value (reloadSources).
 	reloadMark bool
-	due        dueHeap
-	groups     map[string]*group
-	workers    []context.CancelFunc // one per worker goroutine
-	// claimed lists the polls claimed and not yet finished, through
-	// job.prev and job.next: what a shutdown records as interrupted when
-	// they do not end after their cancellation (abandonPolls).
-	claimed *job
-	ready   *fifo
-	wake    chan struct{}
+	// q is the queue room: the due heap, the in-flight marks, the groups,
+	// the global queue, the claimed polls and the workers. Its heap, marks,
+	// claimed list, groups map and workers are guarded by mu.
+	q *queue.Queue[*entry]
 	// localLog rate-limits the warnings about local errors (mu held).
 	localLog localLog
 	// flapping lists the sources with coalesced throttle transitions to
@@ -176,16 +173,15 @@ type entry struct {
 	timing timing
 	poller sources.Poller
 	brk    *breaker.Breaker
-	group  *group
+	group  *queue.Group[*entry] // its `limit` group, or nil
 	gen    uint64
 	shard  int // store.ShardOf(name, its limits group)
 
-	st  store.SourceState
-	idx int // position in the due heap, -1 when not in it (the heap holds its due time)
+	st   store.SourceState
+	slot queue.Slot[*entry] // its place in the queue room (due heap, in flight, claimed)
 
 	sl           *slot // its place in the flusher
-	busy         bool  // queued, waiting for permits, or polling
-	removed      bool  // dropped from the config while busy
+	removed      bool  // dropped from the config while in flight
 	resetPending bool  // reset while polling: applied when the poll ends
 	mark         bool  // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
@@ -194,18 +190,6 @@ type entry struct {
 	// first one: at 100,000 sources the healthy majority, which never
 	// flaps, saves the window's 56 bytes each.
 	flap *flapWindow
-}
-
-// group is a named limit: a concurrency cap and a start rate shared by its
-// member sources (rule 3.2). A job waiting for its group holds no global
-// permit.
-type group struct {
-	name   string
-	limit  config.Limit
-	sem    chan struct{} // nil: no concurrency cap
-	lim    *rate.Limiter // nil: no rate
-	q      *fifo
-	cancel context.CancelFunc
 }
 
 const (
