@@ -40,14 +40,14 @@ func (s *Scheduler) logLocked(lvl slog.Level, msg string, args ...any) {
 func (s *Scheduler) unlock() {
 	l := &s.logs
 	if len(l.lines) == 0 {
-		s.unlock()
+		s.mu.Unlock()
 		return
 	}
 	lines := l.lines
 	l.lines = nil
 	l.ticket++
 	t := l.ticket
-	s.unlock()
+	s.mu.Unlock()
 	l.write(s.log, t, lines)
 }
 
