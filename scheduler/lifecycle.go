@@ -129,6 +129,11 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	for i := range states {
 		stored[states[i].Name] = i
 	}
+	// The pollers are built before mu is taken (newPollers); s.cfg changes
+	// only under reloading too.
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
+	built, berr := s.newPollers(s.cfg.Sources, s.redact)
 	s.mu.Lock()
 	defer s.unlock()
 	// Check and set started first: the stages below belong to this start.
@@ -149,7 +154,11 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		if found {
 			st = states[j]
 		}
-		if err := s.addEntry(src, st, found, now); err != nil {
+		err := berr
+		if err == nil {
+			err = s.addEntry(src, built[i], st, found, now)
+		}
+		if err != nil {
 			// Nothing runs but the group admitters: they end once mu is
 			// released, and Shutdown has nothing left to do.
 			s.stopped = true

@@ -18,6 +18,9 @@ import (
 type lockedLog struct {
 	lines  []logLine // noted under mu
 	ticket uint64    // the last ticket handed out; mu held
+	// local rate-limits the warnings about local errors (locallog.go);
+	// mu held.
+	local localLog
 
 	mu      sync.Mutex // guards written; taken without Scheduler.mu
 	cond    sync.Cond  // signalled when written moves

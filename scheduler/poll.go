@@ -327,7 +327,7 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o outcome) (evs []
 	if o.kind == kindLocal {
 		e.localErrs++
 		o.local = e.localErrs
-		s.localLog.note(s.logLocked, o.end, e.name, o.err)
+		s.logs.local.note(s.logLocked, o.end, e.name, o.err)
 	} else {
 		e.localErrs = 0
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -14,7 +15,14 @@ import (
 // being polled (their stored state is kept), changed ones take their new
 // settings and leave any error state. Unchanged sources keep running.
 func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
 	stored, err := s.storedOfAdded(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	redact := cfg.Redactor()
+	built, err := s.newPollers(cfg.Sources, redact)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
@@ -26,10 +34,10 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	now := s.now()
 	s.applyDescCap(cfg)
 	s.cfg = cfg
-	s.redact = cfg.Redactor()
+	s.redact = redact
 	s.keep.Store(int64(cfg.History.Keep))
 	s.q.SetLimits(s.dispatching.ctx, cfg.Limits, s.dispatching.spawn)
-	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
+	if err := s.reloadSources(cfg.Sources, built, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	if s.descLimit(cfg) < cfg.Concurrency {
@@ -84,7 +92,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 // names (and without a pass over the entries when none is removed), and
 // its shard is computed again only when its limits group changed (the
 // shard is a function of the name and the group).
-func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store.SourceState, now time.Time) error {
+func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]store.SourceState, now time.Time) error {
 	s.reloadMark = !s.reloadMark
 	mark := s.reloadMark
 	kept := 0 // entries of the sources present, old and new
@@ -93,7 +101,7 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		e := s.entries[src.Name]
 		if e == nil {
 			st, found := stored[src.Name]
-			if err := s.addEntry(src, st, found, now); err != nil {
+			if err := s.addEntry(src, built[i], st, found, now); err != nil {
 				return err
 			}
 			s.entries[src.Name].mark = mark
@@ -103,14 +111,15 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		e.mark, e.removed = mark, false
 		kept++
 		if e.src.Fingerprint == src.Fingerprint {
-			if err := s.keepSource(e, src, now); err != nil {
+			if err := s.keepSource(e, src, built[i], now); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := s.configure(e, src, e.st, now); err != nil {
-			return err
+		if built[i] == nil {
+			return fmt.Errorf("source %s: no poller built", src.Name)
 		}
+		s.configure(e, src, built[i], e.st, now)
 		s.configChanged(e, now)
 		s.reschedule(e, now)
 	}
@@ -132,18 +141,18 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 }
 
 // keepSource points e, whose source is unchanged in effect, at src, the
-// reloaded config's value of it. mu held.
-func (s *Scheduler) keepSource(e *entry, src *config.Source, now time.Time) error {
+// reloaded config's value of it, with poller if one was built for it
+// (newPollers). mu held.
+func (s *Scheduler) keepSource(e *entry, src *config.Source, poller sources.Poller, now time.Time) error {
 	limit := e.src.Limit
 	if e.src != src {
 		// Parsed again, equal in effect: the poller holds its source, so
 		// it is built on the new one, and the old config does not stay
 		// live through it.
-		p, err := s.pollerOf(src)
-		if err != nil {
-			return err
+		if poller == nil {
+			return fmt.Errorf("source %s: no poller built", src.Name)
 		}
-		e.poller = p
+		e.poller = poller
 	}
 	e.src = src
 	e.group = s.q.Group(src.Limit)

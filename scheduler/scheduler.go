@@ -6,7 +6,28 @@
 // pops whatever is due and hands it to its group's queue (if it has a
 // group) or straight to the global queue, which a fixed pool of
 // `concurrency` workers drains. A source is in at most one queue at a time,
-// so nothing grows with time, only with the number of sources.
+// so nothing grows with time, only with the number of sources. The heap,
+// the queues, the groups and the permits are the queue room's
+// (scheduler/queue).
+//
+// # Lock order
+//
+// The scheduler takes its locks in this order, never one while a later one
+// is held:
+//
+//	Scheduler.reloading -> Scheduler.mu -> { flusher.mu, the cluster
+//	member's lock (Ownership: MayStart, Fence), a queue FIFO's lock
+//	(queue.FIFO), the transports' lock (sources.Transports) }
+//
+// The locks in braces are leaves: none of them is held while another lock
+// is taken, and none calls back into the scheduler (the flusher calls
+// onRejected and onEvents with its lock released). lockedLog.mu is taken
+// only without mu (locklog.go). Under mu nothing slow runs: no store read or
+// write (the flusher commits; reload and take-over read the store before
+// they lock), no poller build (newPollers runs before Reload and StartFrom
+// take mu) and no log line (written by unlock once mu is released:
+// locklog.go). A group's admitter and a worker wait for jobs, permits,
+// tokens and commits with no lock held.
 package scheduler
 
 import (
@@ -106,7 +127,10 @@ type Scheduler struct {
 	// passes over every source (board.go), the lock released.
 	viewHook func()
 
-	mu sync.Mutex
+	// reloading makes Reloads one at a time: a reload builds its pollers
+	// before it takes mu, from a look at the entries only a reload changes.
+	reloading sync.Mutex
+	mu        sync.Mutex
 	// logs holds the log lines noted under mu, written by unlock after it
 	// (locklog.go).
 	logs    lockedLog
@@ -120,8 +144,6 @@ type Scheduler struct {
 	// the global queue, the claimed polls and the workers. Its heap, marks,
 	// claimed list, groups map and workers are guarded by mu.
 	q *queue.Queue[*entry]
-	// localLog rate-limits the warnings about local errors (mu held).
-	localLog localLog
 	// flapping lists the sources with coalesced throttle transitions to
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
