@@ -57,10 +57,7 @@ func (q *Queue[V]) admit(ctx context.Context, g *Group[V]) {
 			q.giveBack(j)
 			return
 		}
-		if j.stage >= kinds || j.Route[j.stage] == nil {
-			j.ReadyAt = q.owner.Now()
-		}
-		q.forward(j)
+		q.forward(j, q.owner.Now())
 	}
 }
 

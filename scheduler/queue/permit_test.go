@@ -107,3 +107,28 @@ func TestPermitReleasedWhenGivenBack(t *testing.T) {
 		t.Errorf("after the group's retirement: %d permits held, requeued %v; want 0 and [b]", g.Held(), o.requeued)
 	}
 }
+
+// TestRouteThroughTwoKinds: a job whose route has a `limit` group and a
+// host group holds a permit of each once it reaches the global queue, and
+// Done gives both back.
+func TestRouteThroughTwoKinds(t *testing.T) {
+	q, g, wg := start(t, &owner{wake: make(chan struct{})}, config.Limit{Concurrency: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spawn := func(ctx context.Context, fn func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(ctx) }()
+	}
+	host := q.startGroup(ctx, "api.example", KindHost, config.Limit{Concurrency: 2}, spawn)
+	j := jobOf(q, "a")
+	j.Route[KindHost] = host
+	q.Add(j)
+	got, ok := q.Get(t.Context())
+	if !ok || g.Held() != 1 || host.Held() != 1 {
+		t.Fatalf("job %q (%v): limit group holds %d, host group %d; want 1 and 1", got.Name, ok, g.Held(), host.Held())
+	}
+	q.Done(got)
+	if g.Held() != 0 || host.Held() != 0 {
+		t.Errorf("after Done: limit group holds %d, host group %d; want 0 and 0", g.Held(), host.Held())
+	}
+}

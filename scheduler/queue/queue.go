@@ -117,14 +117,12 @@ func (q *Queue[V]) Idle(s *Slot[V]) { s.busy = false }
 // route, or to the global queue.
 func (q *Queue[V]) Add(j Job[V]) {
 	j.stage = 0
-	if j.ReadyAt.IsZero() {
-		j.ReadyAt = j.QueuedAt
-	}
-	q.forward(j)
+	q.forward(j, j.QueuedAt)
 }
 
-// forward hands j to the next group of its route, or to the global queue.
-func (q *Queue[V]) forward(j Job[V]) {
+// forward hands j to the next group of its route, or to the global queue,
+// which it enters at now (its ReadyAt: the start of its wait for a worker).
+func (q *Queue[V]) forward(j Job[V], now time.Time) {
 	for ; j.stage < kinds; j.stage++ {
 		if g := j.Route[j.stage]; g != nil {
 			j.stage++
@@ -132,6 +130,7 @@ func (q *Queue[V]) forward(j Job[V]) {
 			return
 		}
 	}
+	j.ReadyAt = now
 	q.ready.Push(j)
 }
 
