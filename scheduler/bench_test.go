@@ -17,6 +17,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -364,11 +365,11 @@ func BenchmarkSchedulerCPU(b *testing.B) {
 // the loop takes the top, the poll puts it back one period later, a full
 // sift-down each time). The heap stays at n. Two layouts run the same
 // operations on the same full-size entries (scattered in memory as in the
-// daemon): layout=inline is dueHeap (the due time in the heap's slice), and
+// daemon): layout=inline is queue.Heap (the due time in the heap's slice), and
 // layout=pointer the in-run baseline, container/heap over a slice of
 // pointers whose comparisons read each entry's dueAt (the daemon's heap
 // before). less/op counts the baseline's comparisons, the O(log n) part
-// (dueHeap runs the same sift); ns/op adds the memory hierarchy.
+// (queue.Heap runs the same sift); ns/op adds the memory hierarchy.
 func BenchmarkHeap(b *testing.B) {
 	for _, op := range []string{"add+remove", "reschedule", "due"} {
 		for _, n := range []int{1_000, 10_000, 100_000} {
@@ -384,12 +385,12 @@ func BenchmarkHeap(b *testing.B) {
 func benchHeap(b *testing.B, op string, n int, pointer bool) {
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	base := time.Now()
-	var h dueHeap
+	var h queue.Heap[*entry]
 	ph := &ptrHeap{}
 	es := make([]*heapEntry, n)
 	sched := func(e *heapEntry, t time.Time) {
 		if !pointer {
-			h.schedule(&e.entry, t)
+			h.Schedule(&e.entry.slot, t.UnixNano())
 			return
 		}
 		e.dueAt = t
@@ -401,7 +402,7 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 	}
 	remove := func(e *heapEntry) {
 		if !pointer {
-			h.remove(&e.entry)
+			h.Remove(&e.entry.slot)
 		} else if e.idx >= 0 {
 			heap.Remove(ph, e.idx)
 		}
@@ -414,12 +415,13 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 			sched(e, e.dueAt.Add(time.Minute))
 			return
 		}
-		e, at, _ := h.top()
-		h.remove(e)
-		h.schedule(e, time.Unix(0, at).Add(time.Minute))
+		e, at, _ := h.Top()
+		h.Remove(&e.slot)
+		h.Schedule(&e.slot, at+int64(time.Minute))
 	}
 	for i := range es {
-		es[i] = &heapEntry{entry: entry{idx: -1}}
+		es[i] = &heapEntry{idx: -1}
+		es[i].entry.slot.Init(&es[i].entry)
 		sched(es[i], base.Add(time.Duration(rng.Int64N(int64(time.Minute)))))
 	}
 	// Pre-draw the entries and times so the loop measures the heap.
@@ -460,10 +462,11 @@ func benchHeap(b *testing.B, op string, n int, pointer bool) {
 }
 
 // heapEntry is a full-size entry with the due time the baseline layout
-// keeps in it (the daemon's entries kept it there before dueHeap held it).
+// keeps in it (the daemon's entries kept it there before queue.Heap held it).
 type heapEntry struct {
 	entry
 	dueAt time.Time
+	idx   int // its position in ptrHeap
 }
 
 // ptrHeap is BenchmarkHeap's baseline layout: container/heap over entry

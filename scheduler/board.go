@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/policy"
@@ -27,7 +28,7 @@ const viewChunk = 2048
 // missing from the entries and left out, one it added is in the next pass.
 func (s *Scheduler) configured() []*config.Source {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.cfg.Sources
 }
 
@@ -55,7 +56,7 @@ func (s *Scheduler) Rows() []view.Row {
 			}
 			out = append(out, r)
 		}
-		s.mu.Unlock()
+		s.unlock()
 		s.betweenChunks()
 	}
 	return out
@@ -85,7 +86,7 @@ func (s *Scheduler) ExplainSources(names []string) []view.Explained {
 	}
 	remote := s.remoteStates(names)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	es := make([]*entry, 0, len(names))
 	for _, n := range names {
 		if e, err := s.entry(n); err == nil {
@@ -115,7 +116,7 @@ func (s *Scheduler) ExplainAll(fn func([]view.Explained) error) error {
 			}
 		}
 		out = s.explain(es, remote, out[:0])
-		s.mu.Unlock()
+		s.unlock()
 		s.betweenChunks()
 		if err := fn(out); err != nil {
 			return err
@@ -148,7 +149,7 @@ func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, ou
 func (s *Scheduler) ExplainSource(name string) (view.Explained, error) {
 	s.mu.Lock()
 	_, err := s.entry(name)
-	s.mu.Unlock()
+	s.unlock()
 	if err != nil {
 		return view.Explained{}, err
 	}
@@ -171,7 +172,7 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 			known = append(known, name)
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	n = max(min(n, int(s.keep.Load())), 0)
 	out := make(map[string][]store.PollRecord, len(known))
 	var read []string // those with fewer than n records pending
@@ -200,7 +201,7 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 func (s *Scheduler) Load() (inflight, limit int) {
 	s.mu.Lock()
 	limit = s.limitOf(s.cfg)
-	s.mu.Unlock()
+	s.unlock()
 	return int(s.inflightN.Load()), limit
 }
 
@@ -209,7 +210,7 @@ func (s *Scheduler) Load() (inflight, limit int) {
 // masked), or ErrNotFound.
 func (s *Scheduler) SourceConfig(name string) (config.Source, *config.Redactor, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return config.Source{}, nil, err
@@ -223,9 +224,9 @@ func (s *Scheduler) SourceConfig(name string) (config.Source, *config.Redactor, 
 // is dispatch's).
 func (s *Scheduler) queueInfo(es []*entry) map[*entry]view.QueueInfo {
 	want := make(map[*entry]bool)
-	groups := make(map[*group]bool)
+	groups := make(map[*queue.Group[*entry]]bool)
 	for _, e := range es {
-		if e.busy {
+		if e.slot.Busy() {
 			want[e] = true
 			if e.group != nil {
 				groups[e.group] = true
@@ -239,21 +240,8 @@ func (s *Scheduler) queueInfo(es []*entry) map[*entry]view.QueueInfo {
 	for e := range want {
 		out[e] = view.QueueInfo{Busy: true}
 	}
-	s.ready.positions(want, view.QueueGlobal, out)
-	for g := range groups {
-		g.q.positions(want, g.name, out)
-	}
+	s.q.Where(want, groups, view.QueueGlobal, func(e *entry, queue string, ahead int) {
+		out[e] = view.QueueInfo{Busy: true, Queue: queue, Ahead: ahead}
+	})
 	return out
-}
-
-// positions records, for each job of q whose entry is in want, the queue's
-// name and the number of jobs ahead of it.
-func (q *fifo) positions(want map[*entry]bool, name string, out map[*entry]view.QueueInfo) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for i, j := range q.items[q.head:] {
-		if want[j.e] {
-			out[j.e] = view.QueueInfo{Busy: true, Queue: name, Ahead: i}
-		}
-	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// The polls in flight, as the shutdown sees them: a claimed job is linked
-// into Scheduler.claimed until its finish, so that a shutdown whose
+// The polls in flight, as the shutdown sees them: a claimed poll is in the
+// queue's claimed list (queue.Queue.Claim) until its finish, so that a shutdown whose
 // cancelled polls do not end in their grace can still record each of them
 // as interrupted (contract rule 3.10: the polls cut off by SIGTERM are
 // recorded as interrupted), instead of leaving them as a crash would.
@@ -18,29 +18,6 @@ import (
 // recorded as interrupted without its end.
 const abandonedError = "shutdown: the poll did not end after its cancellation"
 
-// linkClaimed records j as claimed at the clock's time. mu held.
-func (s *Scheduler) linkClaimed(j *job) {
-	j.claimedAt = s.clock.Now()
-	j.prev, j.next = nil, s.claimed
-	if s.claimed != nil {
-		s.claimed.prev = j
-	}
-	s.claimed = j
-}
-
-// unlinkClaimed removes j from the claimed polls. mu held.
-func (s *Scheduler) unlinkClaimed(j *job) {
-	if j.prev != nil {
-		j.prev.next = j.next
-	} else if s.claimed == j {
-		s.claimed = j.next
-	}
-	if j.next != nil {
-		j.next.prev = j.prev
-	}
-	j.prev, j.next = nil, nil
-}
-
 // abandonPolls records every claimed poll that has not finished as
 // interrupted at now, as its finish would have after its cancellation
 // (an interrupted poll counts for nothing and leaves its source due from
@@ -48,27 +25,23 @@ func (s *Scheduler) unlinkClaimed(j *job) {
 // nothing. It returns how many. Called by the shutdown once the polls'
 // grace is over. mu held.
 func (s *Scheduler) abandonPolls(now time.Time) int {
-	n := 0
-	for s.claimed != nil {
-		j := s.claimed
-		s.unlinkClaimed(j)
-		j.abandoned = true
-		n++
-		e := j.e
-		o := policy.Outcome{Kind: store.OutcomeInterrupted, Start: j.claimedAt.Truncate(time.Microsecond),
+	polls := s.q.Abandon()
+	for _, a := range polls {
+		e := a.Source
+		o := policy.Outcome{Kind: store.OutcomeInterrupted, Start: a.ClaimedAt.Truncate(time.Microsecond),
 			End: now.Truncate(time.Microsecond), Err: abandonedError, Brk: breaker.Snapshot{State: breaker.Closed}}
 		if e.brk != nil {
 			o.Brk = e.brk.Snapshot()
 		}
 		s.m.poll(o.Kind).Inc()
-		rec := &store.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(j.claimedAt).Milliseconds(),
+		rec := &store.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(a.ClaimedAt).Milliseconds(),
 			Outcome: o.Kind, Error: o.Err}
-		e.busy = false
+		s.q.Idle(&e.slot)
 		var evs []store.Event
-		if j.gen == e.gen {
+		if a.Gen == e.gen {
 			evs = s.applyPoll(e, e.brk, o)
 		}
 		s.save(e, rec, evs...)
 	}
-	return n
+	return len(polls)
 }

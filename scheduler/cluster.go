@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -150,7 +151,7 @@ func (s *Scheduler) loseShard(sh int) {
 	s.activeN--
 	s.indexShards()
 	for _, e := range s.byShard[sh] {
-		s.due.remove(e)
+		s.q.Due.Remove(&e.slot)
 	}
 }
 
@@ -164,7 +165,7 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 			if owners, err := s.shardOwners(ctx); err == nil {
 				s.mu.Lock()
 				s.owners = owners
-				s.mu.Unlock()
+				s.unlock()
 			}
 		}
 		if !sleep(ctx, s.clock, ownershipEvery) {
@@ -189,7 +190,7 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 	}
 	s.mu.Lock()
 	if s.stopped {
-		s.mu.Unlock()
+		s.unlock()
 		return
 	}
 	s.indexShards()
@@ -215,7 +216,7 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 	if lost {
 		s.resizeWorkers(s.limitOf(s.cfg))
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if lostN > 0 {
 		s.log.Info("cluster: shards given up", "shards", lostN, "polled_shards", s.activeCount())
 	}
@@ -237,7 +238,7 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 		stored[st.Name] = st
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.takeOver(gained, stored)
 }
 
@@ -258,7 +259,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 	defer func() {
 		if n > 0 {
 			s.takenFences.Store(&taken)
-			s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
+			s.logLocked(slog.LevelInfo, "cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
 		}
 	}()
 	for _, sh := range gained {
@@ -271,7 +272,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 		s.activeN++
 		n++
 		for _, e := range s.byShard[sh] {
-			if st, ok := stored[e.name]; ok && !e.busy {
+			if st, ok := stored[e.name]; ok && !e.slot.Busy() {
 				s.adopt(e, st, now)
 				catchUp(e, now)
 			}
@@ -326,7 +327,7 @@ func catchUp(e *entry, now time.Time) {
 // shard is taken over again from the store if the member still may.
 func (s *Scheduler) rejected(names []string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	n := 0
 	for _, name := range names {
 		if e := s.entries[name]; e != nil && s.active[e.shard] {
@@ -335,7 +336,7 @@ func (s *Scheduler) rejected(names []string) {
 		}
 	}
 	if n > 0 {
-		s.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
+		s.logLocked(slog.LevelWarn, "cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
 	}
 }
 
@@ -344,7 +345,7 @@ func (s *Scheduler) rejected(names []string) {
 // member give the shard back (cluster.Options.Drained).
 func (s *Scheduler) Drained(shard int) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.drainedLocked(shard)
 }
 
@@ -352,7 +353,7 @@ func (s *Scheduler) Drained(shard int) bool {
 func (s *Scheduler) drainedLocked(shard int) bool {
 	s.indexShards()
 	for _, e := range s.byShard[shard] {
-		if e.busy || !s.flush.Clean(e.sl) {
+		if e.slot.Busy() || !s.flush.Clean(e.sl) {
 			return false
 		}
 	}
@@ -369,6 +370,6 @@ func (s *Scheduler) ClusterStats() (owned, inflight int) {
 			owned += len(s.byShard[sh])
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	return owned, int(s.inflightN.Load())
 }

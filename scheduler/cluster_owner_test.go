@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"testing"
 
 	"github.com/pacer-dev/pacer/scheduler/flush"
@@ -53,7 +54,11 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 			f := flush.New(flush.Options{Committer: held, Keep: func() int { return 0 }})
 			s := &Scheduler{own: nameOnly{}, flush: f, owners: tt.owners}
 			s.active[0] = tt.active
-			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.Slot("src")}
+			e := &entry{name: "src", shard: 0, sl: f.Slot("src")}
+			e.slot.Init(e)
+			if tt.busy {
+				queue.New[*entry](nil).Take(&e.slot) // a poll in flight
+			}
 			if tt.pending || tt.flying {
 				f.Submit(e.sl, store.SourceState{Name: "src"}, nil)
 			}

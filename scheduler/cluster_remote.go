@@ -25,7 +25,7 @@ func (s *Scheduler) owner(e *entry) *string {
 	if s.own == nil {
 		return nil
 	}
-	if s.active[e.shard] || e.busy || !s.flush.Clean(e.sl) {
+	if s.active[e.shard] || e.slot.Busy() || !s.flush.Clean(e.sl) {
 		name := s.own.Name()
 		return &name
 	}
@@ -150,7 +150,7 @@ func (s *Scheduler) storedView(ctx context.Context, name string) (view.SourceObj
 		return view.SourceObject{}, fmt.Errorf("read %s: %w", name, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return view.SourceObject{}, err
@@ -170,7 +170,7 @@ func (s *Scheduler) isRemote(name string) bool {
 		return false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e := s.entries[name]
 	return e != nil && !e.removed && !s.active[e.shard]
 }
@@ -179,7 +179,7 @@ func (s *Scheduler) isRemote(name string) bool {
 // stay pending for their owners.
 func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	out := cmds[:0]
 	for _, c := range cmds {
 		if s.ownsCommand(c) {
@@ -192,7 +192,7 @@ func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 // activeCount is the number of shards polled.
 func (s *Scheduler) activeCount() int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.activeN
 }
 
@@ -219,7 +219,7 @@ func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
 			}
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if len(dormant) == 0 {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 // Sources returns every configured source, in configuration order.
 func (s *Scheduler) Sources() []view.SourceObject {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.now()
 	out := make([]view.SourceObject, 0, len(s.cfg.Sources))
 	for i := range s.cfg.Sources {
@@ -32,7 +32,7 @@ func (s *Scheduler) Sources() []view.SourceObject {
 // Source returns one source, or ErrNotFound.
 func (s *Scheduler) Source(name string) (view.SourceObject, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return view.SourceObject{}, err
@@ -89,7 +89,7 @@ func (s *Scheduler) Trigger(name string) error {
 // trigger is Trigger on this member.
 func (s *Scheduler) trigger(name string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	e, err := s.entry(name)
 	if err != nil {
 		return err
@@ -101,10 +101,9 @@ func (s *Scheduler) trigger(name string) error {
 		return fmt.Errorf("%w: source %q is paused; resume it first", ErrConflict, name)
 	case e.st.ErrorReason != "":
 		return fmt.Errorf("%w: source %q is in error; reset it first", ErrConflict, name)
-	case e.busy:
+	case e.slot.Busy():
 		return nil
 	}
-	s.due.remove(e)
 	s.dispatch(e, s.now(), time.Time{})
 	return nil
 }
@@ -139,19 +138,19 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject,
 	s.mu.Lock()
 	e, err := s.entry(name)
 	if err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return view.SourceObject{}, 0, err
 	}
 	now := s.now()
 	prev := policy.StateOf(&e.st, now)
 	st, err := policy.Act(action, e.st, e.timing, reason, now)
 	if err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return view.SourceObject{}, 0, err
 	}
 	e.st = st
 	if action == policy.ActionReset {
-		if e.busy {
+		if e.slot.Busy() {
 			e.resetPending = true
 		} else {
 			e.brk = nil
@@ -162,7 +161,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject,
 	s.save(e, nil)
 	s.reschedule(e, now)
 	o, seq := view.View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
-	s.mu.Unlock()
+	s.unlock()
 	return o, seq, nil
 }
 
@@ -171,7 +170,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject,
 func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.PollRecord, error) {
 	s.mu.Lock()
 	_, err := s.entry(name)
-	s.mu.Unlock()
+	s.unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +211,7 @@ func mergeHistory(pending, stored []store.PollRecord, n int) []store.PollRecord 
 func (s *Scheduler) Ready(ctx context.Context) error {
 	s.mu.Lock()
 	started, stopped := s.started, s.stopped
-	s.mu.Unlock()
+	s.unlock()
 	switch {
 	case !started:
 		return fmt.Errorf("not started")

@@ -4,11 +4,9 @@ import (
 	"context"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 )
 
 // loop dispatches due sources until ctx is done.
@@ -25,24 +23,23 @@ func (s *Scheduler) loop(ctx context.Context) {
 		// Once shutdown has begun nothing more is dispatched: the workers
 		// take no new job, and a dispatch would log a probe that never runs.
 		for !s.stopped {
-			e, at, ok := s.due.top()
+			e, at, ok := s.q.Due.Top()
 			if !ok || at > nowNs {
 				break
 			}
 			if s.flush.Pending(e.sl, e.savedSeq) {
 				// Rule 3.8: its last state is not committed yet. Look again
 				// shortly rather than hold a permit while waiting.
-				s.due.schedule(e, now.Add(commitRecheck))
+				s.q.Due.Schedule(&e.slot, policy.NanoKey(now.Add(commitRecheck)))
 				continue
 			}
 			if s.own != nil && !s.own.MayStart(e.shard) {
 				// Its claim is ending: the shard goes dormant now rather
 				// than at the next look at the member's shards.
 				s.loseShard(e.shard)
-				s.due.remove(e)
+				s.q.Due.Remove(&e.slot)
 				continue
 			}
-			s.due.remove(e)
 			s.dispatch(e, now, time.Unix(0, at))
 		}
 		if len(s.flapping) > 0 && !now.Before(s.flapSweepAt) {
@@ -51,102 +48,73 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
-		if _, at, ok := s.due.top(); ok && !s.stopped {
+		if _, at, ok := s.q.Due.Top(); ok && !s.stopped {
 			// Sources due within minWake are dispatched together (cron
 			// schedules and backoff put due times anywhere, off the
 			// grid of "@every" phases). Once shutdown has begun nothing
 			// is dispatched, so the due ones do not shorten the wait.
 			wait = min(wait, max(untilKey(at, nowNs), minWake))
 		}
-		s.mu.Unlock()
+		s.unlock()
 		s.loopBeat.Store(int64(s.sinceOrigin()))
 		t.Reset(wait) // since Go 1.23 a Reset timer never delivers a stale tick
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wake:
+		case <-s.q.Wake():
 		case <-t.C():
 		}
 	}
 }
 
-// dispatch hands e, due at due (its key in the due heap; the zero time for
-// a trigger, which is due now), to its group's queue or the global queue.
-// mu held.
+// dispatch takes e, due at due (its key in the due heap; the zero time for
+// a trigger, which is due now), out of the heap and hands its job to the
+// queue: through its group, if it has one, to the global queue. mu held.
 func (s *Scheduler) dispatch(e *entry, now, due time.Time) {
-	e.busy = true
+	if !s.q.Take(&e.slot) {
+		return // in flight already: one job per source
+	}
 	trigger := due.IsZero()
 	if trigger {
 		due = now
 	}
-	j := &job{e: e, gen: e.gen, due: due, queuedAt: now, trigger: trigger, group: e.group}
 	if policy.SnapshotOf(&e.st).State == breaker.Open && policy.BreakerOf(&e.st, now) == breaker.HalfOpen {
 		s.logChange(e, policy.StateOpen, now, "cooldown over; probing")
 	}
-	if j.group != nil {
-		j.group.q.push(j)
-		return
-	}
-	j.readyAt = now
-	s.ready.push(j)
+	s.q.Add(queue.Job[*entry]{Source: e, Name: e.name, Gen: e.gen, Due: due, QueuedAt: now, Trigger: trigger,
+		Route: queue.Route[*entry]{queue.KindLimit: e.group}})
 }
 
-// startGroup starts the goroutine that admits a group's jobs. mu held.
-func (s *Scheduler) startGroup(name string, l config.Limit) *group {
-	g := &group{name: name, limit: l, q: newFIFO()}
-	if l.Concurrency > 0 {
-		g.sem = make(chan struct{}, l.Concurrency)
-	}
-	if l.Rate > 0 {
-		g.lim = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
-	}
-	ctx, cancel := context.WithCancel(s.dispatching.ctx)
-	g.cancel = cancel
-	s.dispatching.spawn(ctx, func(ctx context.Context) { s.admit(ctx, g) })
-	return g
-}
+// admission is the scheduler as the queue's owner (queue.Owner): what a
+// group's admitter asks before a job takes a permit, and where a job that
+// never started goes back.
+type admission struct{ s *Scheduler }
 
-// admit moves a group's jobs to the global queue as its concurrency cap and
-// token bucket allow. When the group is retired (reload) its waiting jobs
-// go back to their sources' schedules.
-func (s *Scheduler) admit(ctx context.Context, g *group) {
-	defer s.requeueAll(g.q)
-	for {
-		j := g.q.pop(ctx)
-		if j == nil {
-			return
-		}
-		// Rule 3.8 before the token: a poll that took its token then
-		// waited for the commit would start later than its rate allows.
-		s.mu.Lock()
-		seq := j.e.savedSeq
-		if s.setAside(j) {
-			s.mu.Unlock()
-			continue
-		}
-		s.mu.Unlock()
-		s.flush.WaitAt(ctx, j.e.sl, seq)
-		if g.sem != nil {
-			select {
-			case g.sem <- struct{}{}:
-			case <-ctx.Done():
-				s.requeue(j)
-				return
-			}
-		}
-		if g.lim != nil {
-			now := s.clock.Now()
-			if d := g.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {
-				if !sleep(ctx, s.clock, d) {
-					s.releaseGroup(j)
-					s.requeue(j)
-					return
-				}
-			}
-		}
-		j.readyAt = s.clock.Now()
-		s.ready.push(j)
+var _ queue.Owner[*entry] = admission{}
+
+// Now is the scheduler's clock.
+func (a admission) Now() time.Time { return a.s.clock.Now() }
+
+// Sleep waits d on the scheduler's clock.
+func (a admission) Sleep(ctx context.Context, d time.Duration) bool { return sleep(ctx, a.s.clock, d) }
+
+// Requeue returns a job that never started to its source's schedule.
+func (a admission) Requeue(j queue.Job[*entry]) { a.s.requeue(j) }
+
+// Admit sets a job of a shard this member no longer polls aside (setAside),
+// else waits for the commit of its source's last state (rule 3.8), both
+// before the job takes a token or a place of its group.
+func (a admission) Admit(ctx context.Context, j queue.Job[*entry]) bool {
+	s := a.s
+	s.mu.Lock()
+	seq := j.Source.savedSeq
+	if s.setAside(j) {
+		s.unlock()
+		return false
 	}
+	s.unlock()
+	s.flush.WaitAt(ctx, j.Source.sl, seq)
+	return true
 }
 
 // setAside returns a job of a shard this member no longer polls to its
@@ -157,15 +125,15 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 // queue had gone through: 12 sources of a 3/s group paused the group's
 // polls for 3 s at every hand-over (half its rate over 6 s). A trigger
 // keeps its way (claim requeues it). mu held.
-func (s *Scheduler) setAside(j *job) bool {
-	e := j.e
+func (s *Scheduler) setAside(j queue.Job[*entry]) bool {
+	e := j.Source
 	if s.own == nil {
 		return false
 	}
-	if j.trigger || !(s.dormant(e) || !s.own.MayStart(e.shard)) {
+	if j.Trigger || !(s.dormant(e) || !s.own.MayStart(e.shard)) {
 		return false
 	}
-	e.busy = false
+	s.q.Idle(&e.slot)
 	if e.removed {
 		s.dropEntry(e)
 		return true
@@ -174,18 +142,13 @@ func (s *Scheduler) setAside(j *job) bool {
 	return true
 }
 
-func (s *Scheduler) releaseGroup(j *job) {
-	if j.group != nil && j.group.sem != nil {
-		<-j.group.sem
-	}
-}
-
-// requeue returns a job that never started to its source's schedule.
-func (s *Scheduler) requeue(j *job) {
+// requeue returns a job that never started to its source's schedule (its
+// permits are released by queue.Done, after).
+func (s *Scheduler) requeue(j queue.Job[*entry]) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := j.e
-	e.busy = false
+	defer s.unlock()
+	e := j.Source
+	s.q.Idle(&e.slot)
 	if s.stopped {
 		return
 	}
@@ -193,20 +156,13 @@ func (s *Scheduler) requeue(j *job) {
 		s.dropEntry(e)
 		return
 	}
-	if j.trigger && j.gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" && !s.dormant(e) {
+	if j.Trigger && j.Gen == e.gen && !e.st.Paused && e.st.ErrorReason == "" && !s.dormant(e) {
 		// A trigger survives a change of group: it goes through the new one.
 		// Not a loss of the shard: the worker would refuse it again at once.
-		s.due.remove(e)
 		s.dispatch(e, s.now(), time.Time{})
 		return
 	}
 	s.reschedule(e, s.now())
-}
-
-func (s *Scheduler) requeueAll(q *fifo) {
-	for j := q.tryPop(); j != nil; j = q.tryPop() {
-		s.requeue(j)
-	}
 }
 
 // untilKey is the wait from the heap key now to the key at, saturated

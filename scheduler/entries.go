@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,17 +12,19 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// addEntry builds the runtime of src from its stored state and schedules it.
-// Called with mu held.
-func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
-	e := &entry{name: src.Name, idx: -1, sl: s.flush.Slot(src.Name)}
+// addEntry builds the runtime of src, with its poller (built before mu was
+// taken: newPollers), from its stored state and schedules it. mu held.
+func (s *Scheduler) addEntry(src *config.Source, poller sources.Poller, st store.SourceState, found bool, now time.Time) error {
+	if poller == nil {
+		return fmt.Errorf("scheduler: source %s: no poller built", src.Name)
+	}
+	e := &entry{name: src.Name, sl: s.flush.Slot(src.Name)}
+	e.slot.Init(e)
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {
 		st = store.SourceState{Name: src.Name}
 	}
-	if err := s.configure(e, src, st, now); err != nil {
-		return err
-	}
+	s.configure(e, src, poller, st, now)
 	if changed {
 		s.configChanged(e, now)
 	} else {
@@ -43,34 +44,57 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 	return nil
 }
 
-// configure (re)builds e's poller, breaker and timing for src, with state st.
-func (s *Scheduler) configure(e *entry, src *config.Source, st store.SourceState, now time.Time) error {
-	poller, err := s.pollerOf(src)
-	if err != nil {
-		return err
-	}
+// configure gives e the settings src, its poller and state st, and
+// rebuilds its breaker and timing. mu held.
+func (s *Scheduler) configure(e *entry, src *config.Source, poller sources.Poller, st store.SourceState, now time.Time) {
 	e.src, e.poller, e.brk = src, poller, nil
 	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
 		e.brk = newBreaker(src, st)
 	}
 	e.timing = policy.NewTiming(src.Name, src.Schedule)
-	e.group = s.groups[src.Limit]
+	e.group = s.q.Group(src.Limit)
 	e.shard = store.ShardOf(src.Name, src.Limit)
 	s.shardDirty = true
 	e.gen++
 	e.st = st
 	e.st.Name = src.Name
-	return nil
 }
 
-// pollerOf builds the poller of src.
-func (s *Scheduler) pollerOf(src *config.Source) (sources.Poller, error) {
+// newPollers builds, without mu, the pollers of the sources of srcs that
+// need one: the sources without an entry (or whose entry is being
+// removed), and those whose configuration value is not their entry's
+// (parsed again: the poller holds its source). built[i] is srcs[i]'s, nil
+// when its entry keeps its poller. A poller's build may read files and
+// resolve settings: it must not stall the loop and the workers under mu.
+// Reload and StartFrom call it before they take mu, one at a time (the
+// entries it looks at change only under them).
+func (s *Scheduler) newPollers(srcs []*config.Source, redact *config.Redactor) (built []sources.Poller, err error) {
+	need := make([]bool, len(srcs))
+	s.mu.Lock()
+	for i, src := range srcs {
+		e := s.entries[src.Name]
+		need[i] = e == nil || e.removed || e.src != src
+	}
+	s.unlock()
+	built = make([]sources.Poller, len(srcs))
+	for i, src := range srcs {
+		if need[i] {
+			if built[i], err = s.pollerOf(src, redact); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return built, nil
+}
+
+// pollerOf builds the poller of src, whose errors redact redacts.
+func (s *Scheduler) pollerOf(src *config.Source, redact *config.Redactor) (sources.Poller, error) {
 	var poller sources.Poller
 	var err error
 	if s.newPoller != nil {
 		poller, err = s.newPoller(src)
 	} else {
-		poller, err = sources.New(src, s.clients, s.redact.Redact)
+		poller, err = sources.New(src, s.clients, redact.Redact)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: source %s: %w", src.Name, err)
@@ -100,25 +124,14 @@ func (s *Scheduler) configChanged(e *entry, now time.Time) {
 // reschedule puts an idle, schedulable entry in the heap at its next run
 // time (now if that is past, or if it has none yet: its first tick).
 func (s *Scheduler) reschedule(e *entry, now time.Time) {
-	if e.busy || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || s.dormant(e) {
-		s.due.remove(e)
+	if e.slot.Busy() || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || s.dormant(e) {
+		s.q.Due.Remove(&e.slot)
 		return
 	}
 	if e.st.NextRunAt == nil {
 		e.st.NextRunAt = policy.UTCPtr(policy.NextRun(now, e.timing, time.Time{}, policy.SnapshotOf(&e.st)))
 	}
-	at := *e.st.NextRunAt
-	s.due.schedule(e, at)
-	if e.idx == 0 {
-		s.poke()
-	}
-}
-
-func (s *Scheduler) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.q.Schedule(&e.slot, policy.NanoKey(*e.st.NextRunAt)) // saturates: a due time past 2262 never wraps into the past
 }
 
 // dropEntry forgets a source removed from the configuration once its last
@@ -157,7 +170,7 @@ func (s *Scheduler) logChange(e *entry, prev string, now time.Time, reason strin
 	if cur == policy.StateError || cur == policy.StateOpen {
 		lvl = slog.LevelWarn
 	}
-	s.log.Log(context.Background(), lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
+	s.logLocked(lvl, "source state changed", "source", e.name, "from", prev, "to", cur,
 		"reason", s.redact.Redact(reason), "consecutive_failures", e.st.ConsecutiveFailures)
 	if e.flap != nil {
 		e.flap.logged = cur // what the source's last line reported (flaplog.go)

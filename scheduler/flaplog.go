@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/policy"
@@ -79,7 +80,7 @@ func (s *Scheduler) flushFlap(e *entry, now time.Time, cur string) {
 	if e.flap == nil || e.flap.suppressed == 0 {
 		return
 	}
-	s.log.Info("source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,
+	s.logLocked(slog.LevelInfo, "source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,
 		"transitions", e.flap.suppressed, "window", throttleLogEvery)
 	e.flap.until, e.flap.logged, e.flap.suppressed = now.Add(throttleLogEvery), cur, 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -33,10 +34,8 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		cfg:       cfg,
 		redact:    cfg.Redactor(),
 		entries:   map[string]*entry{},
-		groups:    map[string]*group{},
-		ready:     newFIFO(),
-		wake:      make(chan struct{}, 1),
 	}
+	s.q = queue.New[*entry](admission{s})
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -131,8 +130,13 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	for i := range states {
 		stored[states[i].Name] = i
 	}
+	// The pollers are built before mu is taken (newPollers); s.cfg changes
+	// only under reloading too.
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
+	built, berr := s.newPollers(s.cfg.Sources, s.redact)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	// Check and set started first: the stages below belong to this start.
 	if s.started {
 		return errors.New("scheduler: already started")
@@ -143,9 +147,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	}
 	now, skew, _ := s.readClocks()
 	s.skew = skew
-	for name, l := range s.cfg.Limits {
-		s.groups[name] = s.startGroup(name, l)
-	}
+	s.q.SetLimits(s.dispatching.ctx, s.cfg.Limits, s.dispatching.spawn)
 	for i := range s.cfg.Sources {
 		src := s.cfg.Sources[i]
 		var st store.SourceState
@@ -153,7 +155,11 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		if found {
 			st = states[j]
 		}
-		if err := s.addEntry(src, st, found, now); err != nil {
+		err := berr
+		if err == nil {
+			err = s.addEntry(src, built[i], st, found, now)
+		}
+		if err != nil {
 			// Nothing runs but the group admitters: they end once mu is
 			// released, and Shutdown has nothing left to do.
 			s.stopped = true
@@ -198,11 +204,11 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
-		s.mu.Unlock()
+		s.unlock()
 		return nil
 	}
 	s.stopped = true
-	s.mu.Unlock()
+	s.unlock()
 
 	timeout = max(timeout, 0)
 	grace := shutdownGrace(timeout)
@@ -215,7 +221,7 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 	s.drainPolls(timeout, cut, polled)
 	s.mu.Lock()
 	s.sweepFlaps(s.clock.Now(), true) // report what is coalesced
-	s.mu.Unlock()
+	s.unlock()
 	var err error
 	if !s.flushing.stopBy(s.clock, deadline.Add(-grace/4)) {
 		// The flusher is stuck in a commit: a final flush would run
@@ -272,7 +278,7 @@ func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 		if !awaitBy(s.clock, done, polled) {
 			s.mu.Lock()
 			n := s.abandonPolls(s.clock.Now())
-			s.mu.Unlock()
+			s.unlock()
 			s.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them", "polls", n)
 			return
 		}

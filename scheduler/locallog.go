@@ -22,13 +22,13 @@ type localLog struct {
 }
 
 // note records a local error of source at now and logs it unless a line was
-// written within localLogEvery.
-func (l *localLog) note(log *slog.Logger, now time.Time, source, err string) {
+// written within localLogEvery, through logf (Scheduler.logLocked).
+func (l *localLog) note(logf func(lvl slog.Level, msg string, args ...any), now time.Time, source, err string) {
 	if !l.last.IsZero() && now.Sub(l.last) < localLogEvery && !now.Before(l.last) {
 		l.suppressed++
 		return
 	}
-	log.Warn("poll failed for lack of pacer's own resources; retrying, not counted against the source",
+	logf(slog.LevelWarn, "poll failed for lack of pacer's own resources; retrying, not counted against the source",
 		"source", source, "err", err, "suppressed_since_last_line", l.suppressed)
 	l.last, l.suppressed = now, 0
 }

@@ -121,7 +121,7 @@ func (s *Scheduler) polls(sh int) bool {
 func (s *Scheduler) busyNow(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.entries[name].busy
+	return s.entries[name].slot.Busy()
 }
 
 // testPoller counts its polls; with hold set, each poll signals started

@@ -180,7 +180,7 @@ func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailure
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	counts := make(map[string]int, len(policy.States()))
 	for i, st := range policy.States() {
 		counts[st] = byState[i]

@@ -36,7 +36,7 @@ func (s *Scheduler) settleOrphans(ctx context.Context) {
 		if e != nil {
 			st = e.st
 		}
-		s.mu.Unlock()
+		s.unlock()
 		result := orphanResult(c, st, e != nil)
 		if err := s.store.CompleteCommand(ctx, c.ID, result, ""); err != nil {
 			s.m.storeErrors.Inc()

@@ -9,22 +9,18 @@ import (
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // resizeWorkers runs exactly n workers. mu held.
 func (s *Scheduler) resizeWorkers(n int) {
-	for len(s.workers) > n {
-		last := len(s.workers) - 1
-		s.workers[last]()
-		s.workers = s.workers[:last]
-	}
-	for len(s.workers) < n {
+	s.q.Resize(n, func() context.CancelFunc {
 		ctx, cancel := context.WithCancel(s.working.ctx)
-		s.workers = append(s.workers, cancel)
 		s.working.spawn(ctx, s.work)
-	}
+		return cancel
+	})
 	s.m.limit.Set(float64(n))
 	s.transport.resize(n)
 }
@@ -41,50 +37,53 @@ func (s *Scheduler) work(ctx context.Context) {
 	timeouts := newPollTimeouts(pollCtx, s.clock)
 	defer timeouts.close()
 	for ctx.Err() == nil {
-		j := s.ready.pop(ctx)
-		if j == nil {
+		j, ok := s.q.Get(ctx)
+		if !ok {
 			return
 		}
-		if ctx.Err() != nil {
-			s.releaseGroup(j)
-			s.requeue(j)
-			return
+		if p, ok := s.start(ctx, pollCtx, timeouts, &j); ok {
+			s.finish(j, p)
 		}
-		s.run(pollCtx, timeouts, j)
 	}
 }
 
-// run performs one poll, under a timeout of timeouts, and applies its
-// outcome.
-func (s *Scheduler) run(pollCtx context.Context, timeouts *pollTimeouts, j *job) {
-	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.readyAt).Seconds())
+// start performs the poll of j, under a timeout of timeouts, and reports
+// ok false when it did not start (the worker is stopping, or j's source
+// changed while it waited: it went back to its schedule). Either way j's
+// permits are given back as start returns, before its outcome is applied:
+// the deferred queue.Done is the one place they are released.
+func (s *Scheduler) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, j *queue.Job[*entry]) (pollResult, bool) {
+	defer s.q.Done(*j)
+	if ctx.Err() != nil {
+		s.requeue(*j)
+		return pollResult{}, false
+	}
+	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.ReadyAt).Seconds())
 	p, poller, seq, ok := s.claim(j)
 	if !ok {
 		// It changed while it waited for permits: it goes back to its
 		// schedule (through its new group, if that changed).
-		s.releaseGroup(j)
-		s.requeue(j)
-		return
+		s.requeue(*j)
+		return pollResult{}, false
 	}
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.WaitAt(pollCtx, j.e.sl, seq)
-	if j.trigger && p.brk != nil {
+	s.flush.WaitAt(pollCtx, j.Source.sl, seq)
+	if j.Trigger && p.brk != nil {
 		p.brk.ForceProbe()
 	}
-	p = s.poll(timeouts, j, poller, p)
-	s.releaseGroup(j)
-	s.finish(j, p)
+	return s.poll(timeouts, *j, poller, p), true
 }
 
 // claim returns what a worker needs of j's source (its settings, breaker
-// and redactor in p, its poller, the sequence number of its last state), or
-// ok false if the source changed (generation, group), went away, or was
-// paused or put in error while j waited.
-func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
+// and redactor in p, its poller, the sequence number of its last state),
+// and records j's claim in it, or ok false if the source changed
+// (generation, group), went away, or was paused or put in error while j
+// waited.
+func (s *Scheduler) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := j.e
-	if e.gen != j.gen || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || e.group != j.group {
+	defer s.unlock()
+	e := j.Source
+	if e.gen != j.Gen || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || e.group != j.Route[queue.KindLimit] {
 		return pollResult{}, nil, 0, false
 	}
 	if s.own != nil && !s.own.MayStart(e.shard) {
@@ -93,7 +92,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 		s.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
-	s.linkClaimed(j)
+	j.Claim = s.q.Claim(&e.slot, j.Gen, s.clock.Now())
 	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 
@@ -117,10 +116,10 @@ type pollResult struct {
 // poll calls the source p.src through its breaker p.brk under the source's
 // timeout, with the in-flight, lag and duration metrics around it, and
 // returns p with what the poll produced.
-func (s *Scheduler) poll(timeouts *pollTimeouts, j *job, poller sources.Poller, p pollResult) pollResult {
+func (s *Scheduler) poll(timeouts *pollTimeouts, j queue.Job[*entry], poller sources.Poller, p pollResult) pollResult {
 	start := s.clock.Now()
-	if !j.trigger {
-		s.m.lag.Observe(max(start.Sub(j.due), 0).Seconds())
+	if !j.Trigger {
+		s.m.lag.Observe(max(start.Sub(j.Due), 0).Seconds())
 	}
 	s.m.inflight.Inc()
 	s.inflightN.Add(1)
@@ -203,20 +202,19 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 // times rounded as the store keeps them), count it, build its record, then
 // under mu the generation check, the state (outcome, breaker, a reset made
 // meanwhile), the commit and the next poll.
-func (s *Scheduler) finish(j *job, p pollResult) {
+func (s *Scheduler) finish(j queue.Job[*entry], p pollResult) {
 	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
-	rec := recordOf(j.e.name, &p, &o)
+	rec := recordOf(j.Name, &p, &o)
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if j.abandoned {
+	defer s.unlock()
+	e := j.Source
+	if !s.q.Unclaim(&e.slot, j.Claim) {
 		return // a shutdown recorded it as interrupted (abandonPolls)
 	}
-	s.unlinkClaimed(j)
 	stepped := s.stepPoll(&o, p.skew)
 	s.m.poll(o.Kind).Inc()
-	e := j.e
-	e.busy = false
+	s.q.Idle(&e.slot)
 	s.countSkipped(j, o.End)
 	if o.Kind == store.OutcomeSuccess {
 		// Compared with the state before this poll, as policy.Apply does.
@@ -225,7 +223,7 @@ func (s *Scheduler) finish(j *job, p pollResult) {
 		rec.Changed = changed // a success always has a record
 	}
 	var evs []store.Event
-	if j.gen == e.gen {
+	if j.Gen == e.gen {
 		evs = s.applyPoll(e, p.brk, o)
 		if stepped && e.brk != nil {
 			e.brk = newBreaker(e.src, e.st) // its cooldown read before the step
@@ -331,7 +329,7 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) 
 	if o.Kind == policy.KindLocal {
 		e.localErrs++
 		o.Local = e.localErrs
-		s.localLog.note(s.log, o.End, e.name, o.Err)
+		s.logs.local.note(s.logLocked, o.End, e.name, o.Err)
 	} else {
 		e.localErrs = 0
 	}
@@ -361,8 +359,8 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) 
 
 // countSkipped counts the ticks of j's source that passed between its
 // dispatch and end, while it was busy. mu held.
-func (s *Scheduler) countSkipped(j *job, end time.Time) {
-	if skipped := j.e.timing.TicksBetween(j.queuedAt, end, 1000); skipped > 0 {
+func (s *Scheduler) countSkipped(j queue.Job[*entry], end time.Time) {
+	if skipped := j.Source.timing.TicksBetween(j.QueuedAt, end, 1000); skipped > 0 {
 		s.m.poll(countSkipped).Add(float64(skipped))
 	}
 }

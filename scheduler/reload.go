@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -13,29 +15,36 @@ import (
 // being polled (their stored state is kept), changed ones take their new
 // settings and leave any error state. Unchanged sources keep running.
 func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
 	stored, err := s.storedOfAdded(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	redact := cfg.Redactor()
+	built, err := s.newPollers(cfg.Sources, redact)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
 	now := s.now()
 	s.applyDescCap(cfg)
 	s.cfg = cfg
-	s.redact = cfg.Redactor()
+	s.redact = redact
 	s.keep.Store(int64(cfg.History.Keep))
-	s.reloadGroups(cfg.Limits)
-	if err := s.reloadSources(cfg.Sources, stored, now); err != nil {
+	s.q.SetLimits(s.dispatching.ctx, cfg.Limits, s.dispatching.spawn)
+	if err := s.reloadSources(cfg.Sources, built, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	if s.descLimit(cfg) < cfg.Concurrency {
-		s.log.Warn("concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
+		s.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
 	}
 	s.resizeWorkers(s.limitOf(cfg))
-	s.log.Info("configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	s.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
 	return nil
 }
 
@@ -55,7 +64,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 			added = append(added, cfg.Sources[i].Name)
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	stored := make(map[string]store.SourceState, len(added))
 	for _, name := range added {
 		if st, ok := s.flush.Released(name); ok {
@@ -73,25 +82,6 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 	return stored, nil
 }
 
-// reloadGroups keeps the groups whose limits are unchanged, starts the new
-// ones and retires the others (their waiting jobs return to their sources'
-// schedules). mu held.
-func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
-	old := s.groups
-	s.groups = make(map[string]*group, len(limits))
-	for name, l := range limits {
-		if g, ok := old[name]; ok && g.limit == l {
-			s.groups[name] = g
-			delete(old, name)
-			continue
-		}
-		s.groups[name] = s.startGroup(name, l)
-	}
-	for _, g := range old {
-		g.cancel()
-	}
-}
-
 // reloadSources adds the new sources (from their stored states), gives the
 // changed ones their new settings and a clean state, and drops the removed
 // ones (once their poll in flight ends). mu held.
@@ -102,7 +92,7 @@ func (s *Scheduler) reloadGroups(limits map[string]config.Limit) {
 // names (and without a pass over the entries when none is removed), and
 // its shard is computed again only when its limits group changed (the
 // shard is a function of the name and the group).
-func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store.SourceState, now time.Time) error {
+func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]store.SourceState, now time.Time) error {
 	s.reloadMark = !s.reloadMark
 	mark := s.reloadMark
 	kept := 0 // entries of the sources present, old and new
@@ -111,7 +101,7 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		e := s.entries[src.Name]
 		if e == nil {
 			st, found := stored[src.Name]
-			if err := s.addEntry(src, st, found, now); err != nil {
+			if err := s.addEntry(src, built[i], st, found, now); err != nil {
 				return err
 			}
 			s.entries[src.Name].mark = mark
@@ -121,14 +111,15 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		e.mark, e.removed = mark, false
 		kept++
 		if e.src.Fingerprint == src.Fingerprint {
-			if err := s.keepSource(e, src, now); err != nil {
+			if err := s.keepSource(e, src, built[i], now); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := s.configure(e, src, e.st, now); err != nil {
-			return err
+		if built[i] == nil {
+			return fmt.Errorf("source %s: no poller built", src.Name)
 		}
+		s.configure(e, src, built[i], e.st, now)
 		s.configChanged(e, now)
 		s.reschedule(e, now)
 	}
@@ -139,8 +130,8 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 		if e.mark == mark {
 			continue
 		}
-		s.due.remove(e)
-		if e.busy {
+		s.q.Due.Remove(&e.slot)
+		if e.slot.Busy() {
 			e.removed = true
 		} else {
 			s.dropEntry(e)
@@ -150,26 +141,26 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, stored map[string]store
 }
 
 // keepSource points e, whose source is unchanged in effect, at src, the
-// reloaded config's value of it. mu held.
-func (s *Scheduler) keepSource(e *entry, src *config.Source, now time.Time) error {
+// reloaded config's value of it, with poller if one was built for it
+// (newPollers). mu held.
+func (s *Scheduler) keepSource(e *entry, src *config.Source, poller sources.Poller, now time.Time) error {
 	limit := e.src.Limit
 	if e.src != src {
 		// Parsed again, equal in effect: the poller holds its source, so
 		// it is built on the new one, and the old config does not stay
 		// live through it.
-		p, err := s.pollerOf(src)
-		if err != nil {
-			return err
+		if poller == nil {
+			return fmt.Errorf("source %s: no poller built", src.Name)
 		}
-		e.poller = p
+		e.poller = poller
 	}
 	e.src = src
-	e.group = s.groups[src.Limit]
+	e.group = s.q.Group(src.Limit)
 	if src.Limit == limit {
 		return nil
 	}
 	if sh := store.ShardOf(src.Name, src.Limit); sh != e.shard {
-		s.due.remove(e)
+		s.q.Due.Remove(&e.slot)
 		e.shard, s.shardDirty = sh, true
 		s.reschedule(e, now)
 	}

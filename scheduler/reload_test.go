@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,5 +207,54 @@ func TestReloadRemoveReAddKeepsDueTime(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestPollersBuiltWithoutLock: a poller's build (which may read files and
+// resolve settings) runs without the scheduler's lock, at start and at a
+// reload: another goroutine takes the lock while it runs.
+func TestPollersBuiltWithoutLock(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var s *Scheduler
+	var builds, underLock atomic.Int32
+	newPoller := func(*config.Source) (sources.Poller, error) {
+		builds.Add(1)
+		got := make(chan struct{})
+		go func() {
+			s.mu.Lock()
+			s.mu.Unlock()
+			close(got)
+		}()
+		select {
+		case <-got:
+		case <-time.After(2 * time.Second):
+			underLock.Add(1)
+		}
+		return noopPoller{}, nil
+	}
+	body := lifecycleDefaults + "  - {name: a, type: exec, command: [\"true\"], schedule: \"@every 1h\"}\n"
+	s, err = New(writeConfig(t, dir, body), Options{Store: st, Registry: prometheus.NewRegistry(), NewPoller: newPoller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Shutdown(3 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	cfg := writeConfig(t, dir, body+"  - {name: b, type: exec, command: [\"true\"], schedule: \"@every 1h\"}\n")
+	if err := s.Reload(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if builds.Load() < 2 || underLock.Load() != 0 {
+		t.Errorf("%d pollers built, %d of them under the scheduler's lock; want at least 2, none under it", builds.Load(), underLock.Load())
 	}
 }

@@ -209,9 +209,9 @@ func TestGroupPermitReleasedWhenClaimFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.s.mu.Lock()
-	g := h.s.groups["g"]
+	g := h.s.q.Group("g")
 	h.s.mu.Unlock()
-	h.waitFor("x holding g's permit", 10*time.Second, func() bool { return len(g.sem) == 1 })
+	h.waitFor("x holding g's permit", 10*time.Second, func() bool { return g.Held() == 1 })
 	if _, err := h.s.Pause("x", "while queued"); err != nil {
 		t.Fatal(err)
 	}

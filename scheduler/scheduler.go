@@ -6,7 +6,28 @@
 // pops whatever is due and hands it to its group's queue (if it has a
 // group) or straight to the global queue, which a fixed pool of
 // `concurrency` workers drains. A source is in at most one queue at a time,
-// so nothing grows with time, only with the number of sources.
+// so nothing grows with time, only with the number of sources. The heap,
+// the queues, the groups and the permits are the queue room's
+// (scheduler/queue).
+//
+// # Lock order
+//
+// The scheduler takes its locks in this order, never one while a later one
+// is held:
+//
+//	Scheduler.reloading -> Scheduler.mu -> { flusher.mu, the cluster
+//	member's lock (Ownership: MayStart, Fence), a queue FIFO's lock
+//	(queue.FIFO), the transports' lock (sources.Transports) }
+//
+// The locks in braces are leaves: none of them is held while another lock
+// is taken, and none calls back into the scheduler (the flusher calls
+// onRejected and onEvents with its lock released). lockedLog.mu is taken
+// only without mu (locklog.go). Under mu nothing slow runs: no store read or
+// write (the flusher commits; reload and take-over read the store before
+// they lock), no poller build (newPollers runs before Reload and StartFrom
+// take mu) and no log line (written by unlock once mu is released:
+// locklog.go). A group's admitter and a worker wait for jobs, permits,
+// tokens and commits with no lock held.
 package scheduler
 
 import (
@@ -17,15 +38,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
-
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Errors of the control methods, matched with errors.Is.
@@ -109,24 +129,23 @@ type Scheduler struct {
 	// passes over every source (board.go), the lock released.
 	viewHook func()
 
-	mu      sync.Mutex
+	// reloading makes Reloads one at a time: a reload builds its pollers
+	// before it takes mu, from a look at the entries only a reload changes.
+	reloading sync.Mutex
+	mu        sync.Mutex
+	// logs holds the log lines noted under mu, written by unlock after it
+	// (locklog.go).
+	logs    lockedLog
 	cfg     *config.Config
 	redact  *config.Redactor
 	entries map[string]*entry
 	// reloadMark is flipped at each reload; the entries of the sources the
 	// reload keeps take its value (reloadSources).
 	reloadMark bool
-	due        dueHeap
-	groups     map[string]*group
-	workers    []context.CancelFunc // one per worker goroutine
-	// claimed lists the polls claimed and not yet finished, through
-	// job.prev and job.next: what a shutdown records as interrupted when
-	// they do not end after their cancellation (abandonPolls).
-	claimed *job
-	ready   *fifo
-	wake    chan struct{}
-	// localLog rate-limits the warnings about local errors (mu held).
-	localLog localLog
+	// q is the queue room: the due heap, the in-flight marks, the groups,
+	// the global queue, the claimed polls and the workers. Its heap, marks,
+	// claimed list, groups map and workers are guarded by mu.
+	q *queue.Queue[*entry]
 	// flapping lists the sources with coalesced throttle transitions to
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
@@ -178,16 +197,15 @@ type entry struct {
 	timing policy.Timing
 	poller sources.Poller
 	brk    *breaker.Breaker
-	group  *group
+	group  *queue.Group[*entry] // its `limit` group, or nil
 	gen    uint64
 	shard  int // store.ShardOf(name, its limits group)
 
-	st  store.SourceState
-	idx int // position in the due heap, -1 when not in it (the heap holds its due time)
+	st   store.SourceState
+	slot queue.Slot[*entry] // its place in the queue room (due heap, in flight, claimed)
 
 	sl           *flush.Slot // its place in the flusher
-	busy         bool        // queued, waiting for permits, or polling
-	removed      bool        // dropped from the config while busy
+	removed      bool        // dropped from the config while in flight
 	resetPending bool        // reset while polling: applied when the poll ends
 	mark         bool        // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
@@ -196,18 +214,6 @@ type entry struct {
 	// first one: at 100,000 sources the healthy majority, which never
 	// flaps, saves the window's 56 bytes each.
 	flap *flapWindow
-}
-
-// group is a named limit: a concurrency cap and a start rate shared by its
-// member sources (rule 3.2). A job waiting for its group holds no global
-// permit.
-type group struct {
-	name   string
-	limit  config.Limit
-	sem    chan struct{} // nil: no concurrency cap
-	lim    *rate.Limiter // nil: no rate
-	q      *fifo
-	cancel context.CancelFunc
 }
 
 const (

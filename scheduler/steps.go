@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"log/slog"
 	"math"
 	"time"
 
@@ -113,7 +114,7 @@ func (s *Scheduler) now() time.Time {
 // now was read after, as the comment at the top of this file says, and
 // commits them. mu held.
 func (s *Scheduler) rebase(d time.Duration, now time.Time) {
-	s.log.Warn("the wall clock stepped; due times moved with it", "step", d.String(), "sources", len(s.entries))
+	s.logLocked(slog.LevelWarn, "the wall clock stepped; due times moved with it", "step", d.String(), "sources", len(s.entries))
 	for _, e := range s.entries {
 		if s.dormant(e) {
 			continue // another member's: its owner moves it
@@ -124,12 +125,12 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 		if !policy.StepState(&e.st, e.timing, d, now) {
 			continue
 		}
-		if e.brk != nil && !e.busy {
+		if e.brk != nil && !e.slot.Busy() {
 			// Its cooldown, as the breaker compares it with the clock.
 			e.brk = newBreaker(e.src, e.st)
 		}
-		if e.idx >= 0 && e.st.NextRunAt != nil {
-			s.due.schedule(e, *e.st.NextRunAt)
+		if e.slot.Scheduled() && e.st.NextRunAt != nil {
+			s.q.Due.Schedule(&e.slot, policy.NanoKey(*e.st.NextRunAt))
 		}
 		// Not a poll's outcome: the next poll need not wait for it.
 		s.flush.Submit(e.sl, e.st, nil)
@@ -137,7 +138,7 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 	if !s.flapSweepAt.IsZero() {
 		s.flapSweepAt = s.flapSweepAt.Add(d)
 	}
-	s.poke()
+	s.q.Poke()
 }
 
 // stepPoll moves the times of a poll's outcome o, read with the skew
