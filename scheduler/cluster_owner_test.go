@@ -1,15 +1,54 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
 
-// nameOnly is an Ownership of which owner uses only the name.
-type nameOnly struct{ Ownership }
+// nameOnly is an Ownership of which owner uses the name, and which holds
+// shard 0 (fence 1) when holds is set.
+type nameOnly struct {
+	Ownership
+	holds bool
+}
 
-func (nameOnly) Name() string { return "me" }
+func (nameOnly) Name() string                    { return "me" }
+func (o nameOnly) MayStart(sh int) bool          { return o.holds && sh == 0 }
+func (nameOnly) StatementTimeout() time.Duration { return time.Second }
+func (o nameOnly) Fence(shardOf func(string) int) store.Fence {
+	f := store.Fence{Member: "me", Fences: map[int]int64{}, ShardOf: shardOf}
+	if o.holds {
+		f.Fences[0] = 1
+	}
+	return f
+}
+
+// ownersOnly is a ClusterStore that answers only the owners of the shards.
+type ownersOnly struct {
+	ClusterStore
+	owners map[int]string
+}
+
+func (o ownersOnly) ShardOwners(context.Context) (map[int]string, error) { return o.owners, nil }
+
+// roomOf is a member's room that polls shard 0 if active, with owners as
+// the store's owners of the shards.
+func roomOf(t *testing.T, active bool, owners map[int]string) *shards.Room {
+	t.Helper()
+	r := shards.New(shards.Options{Ownership: nameOnly{holds: active}, Store: ownersOnly{owners: owners}})
+	r.ReadOwners(t.Context())
+	drained := func(int) bool { return true }
+	if _, gained := r.Sync(r.Claims(), drained); active {
+		if took := r.TakeOver(gained, drained); len(took) != 1 {
+			t.Fatalf("shard 0 not taken over: %v", took)
+		}
+	}
+	return r
+}
 
 // TestOwnerWhileGivingUp is the owner a member shows (contract 8.6): itself
 // for a shard it polls, and for a shard it gave up while its poll of the
@@ -36,8 +75,7 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFlusher(nil, nil, nil, nil, nil)
-			s := &Scheduler{own: nameOnly{}, flush: f, owners: tt.owners}
-			s.active[0] = tt.active
+			s := &Scheduler{shards: roomOf(t, tt.active, tt.owners), flush: f}
 			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.slot("src")}
 			if tt.pending {
 				f.queue = append(f.queue, write{sl: e.sl, st: store.SourceState{Name: "src"}})

@@ -34,7 +34,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 				s.due.schedule(e, now.Add(commitRecheck))
 				continue
 			}
-			if s.own != nil && !s.own.MayStart(e.shard) {
+			if !s.shards.MayStart(e.shard) {
 				// Its claim is ending: the shard goes dormant now rather
 				// than at the next look at the member's shards.
 				s.loseShard(e.shard)
@@ -158,10 +158,10 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 // keeps its way (claim requeues it). mu held.
 func (s *Scheduler) setAside(j *job) bool {
 	e := j.e
-	if s.own == nil {
+	if !s.shards.Member() {
 		return false
 	}
-	if j.trigger || !(s.dormant(e) || !s.own.MayStart(e.shard)) {
+	if j.trigger || !(s.dormant(e) || !s.shards.MayStart(e.shard)) {
 		return false
 	}
 	e.busy = false

@@ -85,7 +85,7 @@ func (s *Scheduler) claim(j *job) (p pollResult, poller sources.Poller, seq uint
 	if e.gen != j.gen || e.removed || e.st.Paused || silent(&e.st, e.src) || e.group != j.group {
 		return pollResult{}, nil, 0, false
 	}
-	if s.own != nil && !s.own.MayStart(e.shard) {
+	if !s.shards.MayStart(e.shard) {
 		// The last check before a poll starts (rule 8.3): its shard is
 		// being given back, or its claim cannot be proven.
 		s.loseShard(e.shard)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -113,7 +114,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	s := startMemberScheduler(t, cfg, hook, own, nil)
 	// The stand-in owner looks for the command every 20 ms: 2 s to take it
 	// holds on a loaded machine (300 ms did not, once).
-	s.remoteWait = remoteWaits{apply: 2 * time.Second, settle: 20 * time.Second}
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
 	late := 3500 * time.Millisecond // the owner's result, after the member's apply bound
 
 	slowOwner(t, st, hook.refused, "applied", late, func(ctx context.Context) error {
@@ -131,7 +132,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	}
 
 	// Taken and never reported: an error that says so once settle ran out.
-	s.remoteWait.settle = time.Second
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: time.Second})
 	slowOwner(t, st, hook.refused, "unreported", late, func(context.Context) error { return errNoResult }, "", "")
 	if _, err := s.Resume("unreported"); err == nil || !strings.Contains(err.Error(), "did not report its result") {
 		t.Errorf("resume never reported by its owner: %v; want an error saying so", err)
