@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,5 +142,54 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	// Taken by nobody: withdrawn, never applied, and reported so.
 	if _, err := s.Pause("untaken", "maintenance"); err == nil || !strings.Contains(err.Error(), "withdrawn") {
 		t.Errorf("pause no owner took: %v; want it reported withdrawn", err)
+	}
+}
+
+// staleClaim is the real store whose reads of a command show it pending
+// while its owner applies it, until a withdrawal of it was refused: reads
+// that raced the owner's claim, so that the member's withdrawal finds the
+// command claimed (ExpireCommand false).
+type staleClaim struct {
+	*expireHook
+	refusedOnce atomic.Bool
+}
+
+func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (store.Command, error) {
+	c, err := s.expireHook.GetCommand(ctx, id)
+	if err == nil && c.Status == store.CommandApplying && !s.refusedOnce.Load() {
+		c.Status = store.CommandPending
+	}
+	return c, err
+}
+
+func (s *staleClaim) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
+	ok, err := s.expireHook.ExpireCommand(ctx, id, reason)
+	if err == nil && !ok {
+		s.refusedOnce.Store(true)
+	}
+	return ok, err
+}
+
+// TestRemoteCommandWaitsAfterRefusedWithdrawal: the member's withdrawal
+// of a command it saw pending after its wait for an owner finds it
+// claimed (the owner took it in between): the member waits for the
+// owner's result and reports it, never the source as stored before it.
+func TestRemoteCommandWaitsAfterRefusedWithdrawal(t *testing.T) {
+	st := openPG(t)
+	a := newClusterMember(t, st, "a")
+	runMember(t, a)
+	own := gate(a)
+	own.deny(store.ShardOf("x", ""), true) // another member's
+	hook := &staleClaim{expireHook: &expireHook{Store: st, refused: make(chan uint64, 1)}}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
+	s := startMemberScheduler(t, cfg, hook, own, nil)
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
+	slowOwner(t, st, hook.refused, "x", 20*time.Second, func(ctx context.Context) error {
+		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "x", Paused: true, PausedReason: "maintenance"}}}, 10)
+	}, "", "")
+	o, err := s.Pause("x", "maintenance")
+	if err != nil || o.State != StatePaused {
+		t.Errorf("pause whose withdrawal found it claimed: %s, %v; want paused", o.State, err)
 	}
 }
