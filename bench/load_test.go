@@ -293,7 +293,7 @@ func writeAllocs(b *testing.B, path string) {
 // sampleWorkers classifies pacer's worker goroutines (those in
 // scheduler.(*Scheduler).work) by what they are doing, from a goroutine
 // profile taken every 250 ms of the window: polling (in the http poller),
-// waiting for the previous state's commit (rule 3.8, flusher.waitSaved,
+// waiting for the previous state's commit (rule 3.8, flush.Flusher.WaitSaved,
 // holding a global permit), waiting for a job, or elsewhere. It returns the
 // mean count of each.
 func sampleWorkers(warm, window time.Duration) map[string]float64 {

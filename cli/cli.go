@@ -198,3 +198,13 @@ func cmdValidate(args []string, env Env) error {
 	fmt.Fprintf(env.Stdout, "%s: ok (%d sources, %d limit groups)\n", escapeControls(cfg.Path), len(cfg.Sources), len(cfg.Limits))
 	return nil
 }
+
+// redactedError is err with its text redacted; errors.Is and errors.As still
+// see err.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }

@@ -9,15 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sys/unix"
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
@@ -83,76 +79,6 @@ func cmdRun(args []string, env Env) (err error) {
 	return d.serve(f, env)
 }
 
-// releaseReloadMemory collects the garbage of a reload (the YAML node tree
-// and the previous config) and returns the memory to the system, once,
-// after READY=1. The collector's goal is twice the heap it last found live,
-// and the runtime keeps what lies below that goal: a collection during the
-// reload's load, which finds both configs and the node tree live, would
-// otherwise leave the daemon holding that much more memory. At 100,000
-// sources the RSS after three reloads was 586-764 MiB without it, 297 MiB
-// with it (BENCHMARKS.md, issue 15). It runs in one goroutine of its own
-// (the full collection takes ~0.3 s of CPU there) so that READY=1 is not
-// delayed. After the start-up it makes no difference (measured): the
-// polls' allocations fill the heap up to the goal again within seconds.
-func releaseReloadMemory() {
-	go debug.FreeOSMemory()
-}
-
-// parsedMost reports whether the load of cfg parsed most of its sources
-// rather than reusing those of the config before (config.Options.Previous):
-// only such a load leaves garbage worth the full collection of
-// releaseReloadMemory (~0.3 s of CPU at 100,000 sources). A reload that
-// reused the sources allocates a new slice of them and an index, and
-// their predecessors' garbage stays below the collector's goal.
-func parsedMost(cfg *config.Config) bool {
-	return cfg.Reused() < len(cfg.Sources)/2
-}
-
-// storeCloseGrace bounds the store's Close at exit: a statement stuck in
-// SQLite's busy timeout (another process holds the write lock) would keep
-// the daemon up to 5 s past shutdown_timeout.
-const storeCloseGrace = time.Second
-
-// closeStore closes st within grace and reports whether it did. When it
-// did not, the daemon exits anyway (the process's exit closes what is
-// left, and the state that could not be committed was logged by the
-// final flush); its lock is then not given back before the exit, so that
-// no other daemon opens the store while this one still has it open.
-func closeStore(st *store.Store, log *slog.Logger, grace time.Duration) bool {
-	done := make(chan error, 1)
-	go func() { done <- st.Close() }()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			log.Warn("store: close", "err", err)
-		}
-		return true
-	case <-t.C:
-		log.Warn("store: close did not finish in time; exiting without waiting for it", "grace", grace)
-		return false
-	}
-}
-
-// daemonLock is the lock a daemon on cfg's store holds: the preload's
-// (nil if it took none) or a new one; a member of a cluster gives the
-// preload's exclusive lock back for the shared one (rule 8).
-func daemonLock(cfg *config.Config, lock *store.Lock) (*store.Lock, error) {
-	if cfg.Cluster.Set {
-		if lock != nil {
-			if err := lock.Release(); err != nil {
-				return nil, err
-			}
-		}
-		return memberLock(cfg.Store)
-	}
-	if lock != nil {
-		return lock, nil
-	}
-	return store.AcquireLock(cfg.Store)
-}
-
 // runner is what `pacer run` runs once its store is open: the scheduler,
 // the cluster member (nil on a single daemon), the admin server (nil
 // without admin.listen) and the signals it answers.
@@ -176,37 +102,15 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Exec polls' leftovers (setsid, double forks) are reparented to the
-	// daemon, so that each poll finds and kills them when it ends.
-	if err := sources.BecomeSubreaper(); err != nil {
-		log.Warn("exec polls cannot find descendants that leave their process group", "err", err)
-	}
-	// Results kept for delivery are spooled to unlinked files; one left by
-	// a crash between create and unlink is removed (contract 9.5).
-	if n, err := sources.RemoveSpool(""); err != nil {
-		log.Warn("cannot remove leftover spool files", "err", err)
-	} else if n > 0 {
-		log.Info("removed leftover spool files", "count", n)
-	}
+	prepareExecPolls(log)
 	fdLimit, fdCapOf := descriptorCap(cfg, log)
 	d := &runner{cfg: cfg, log: log, conc: cfg.Concurrency}
 	if fdLimit > 0 {
 		d.conc = min(d.conc, fdLimit)
 	}
-	var own scheduler.Ownership
-	var clock scheduler.Clock // nil: the real clock
-	if cfg.Cluster.Set {
-		if d.mb, err = newMember(cfg, st, log, &d.sched); err != nil {
-			return nil, err
-		}
-		own = d.mb.m
-		clock = scheduler.DatabaseClock(d.mb.clock, d.mb.m.ClockOffset)
-		// Measured before the scheduler starts, so that its clock does
-		// not jump at the member's first round; if the database does not
-		// answer now, that round measures it.
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Cluster.Lease/2)
-		_, _ = d.mb.m.MeasureOffset(ctx)
-		cancel()
+	own, clock, err := d.joinCluster(st)
+	if err != nil {
+		return nil, err
 	}
 	memberName := cfg.Cluster.MemberName()
 	if d.mb != nil {
@@ -238,6 +142,42 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 		return nil, err
 	}
 	return d, nil
+}
+
+// prepareExecPolls readies the process for exec polls and deliveries:
+// their leftovers (setsid, double forks) are reparented to the daemon, so
+// that each poll finds and kills them when it ends; results kept for
+// delivery are spooled to unlinked files, and one left by a crash between
+// create and unlink is removed (contract 9.5).
+func prepareExecPolls(log *slog.Logger) {
+	if err := sources.BecomeSubreaper(); err != nil {
+		log.Warn("exec polls cannot find descendants that leave their process group", "err", err)
+	}
+	if n, err := sources.RemoveSpool(""); err != nil {
+		log.Warn("cannot remove leftover spool files", "err", err)
+	} else if n > 0 {
+		log.Info("removed leftover spool files", "count", n)
+	}
+}
+
+// joinCluster builds the cluster member of a daemon in a cluster (d.mb;
+// nothing on a single daemon) and returns the scheduler's ownership filter
+// and clock (nil, nil: every source, the real clock).
+func (d *runner) joinCluster(st *store.Store) (scheduler.Ownership, scheduler.Clock, error) {
+	if !d.cfg.Cluster.Set {
+		return nil, nil, nil
+	}
+	var err error
+	if d.mb, err = newMember(d.cfg, st, d.log, &d.sched); err != nil {
+		return nil, nil, err
+	}
+	// Measured before the scheduler starts, so that its clock does not
+	// jump at the member's first round; if the database does not answer
+	// now, that round measures it.
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Cluster.Lease/2)
+	_, _ = d.mb.m.MeasureOffset(ctx)
+	cancel()
+	return d.mb.m, scheduler.DatabaseClock(d.mb.clock, d.mb.m.ClockOffset), nil
 }
 
 // listen opens the admin listener (none without admin.listen) and builds
@@ -387,133 +327,3 @@ func stopAdmin(srv *http.Server, grace time.Duration) <-chan struct{} {
 	}()
 	return done
 }
-
-// reload re-reads the config; an invalid one is rejected with each problem
-// logged, and the old one stays in force (rule 3.11). It returns the config
-// in force afterwards (also in f.cfg, which masks the daemon's errors).
-func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur *config.Config) *config.Config {
-	cfg, err := f.loadWith(env, config.Options{Previous: cur})
-	if err == nil {
-		if err = sched.Reload(context.Background(), cfg); err != nil {
-			log.Error("reload failed; old config stays in force", "err", err)
-		}
-	} else {
-		var ps config.Problems
-		if errors.As(err, &ps) {
-			for _, p := range ps {
-				log.Error("reload rejected: invalid config", "problem", p.String())
-			}
-		} else {
-			log.Error("reload rejected", "err", err)
-		}
-	}
-	if err != nil {
-		f.cfg = cur
-		return cur
-	}
-	logNotes(log, cfg)
-	for _, key := range restartOnlyChanges(cur, cfg) {
-		log.Warn("configuration key changed; it takes effect at the next restart", "key", key)
-	}
-	return cfg
-}
-
-// logNotes logs the remarks on a loaded config that are not problems (a
-// source_files pattern that matches no file) as warnings.
-func logNotes(log *slog.Logger, cfg *config.Config) {
-	for _, n := range cfg.Notes {
-		log.Warn("config", "note", n)
-	}
-}
-
-// restartOnlyChanges lists the keys changed between old and cur that a
-// reload does not apply: the store, the admin listener and its token file,
-// and the log settings are set up once, at start. Only the names are
-// returned: a store URL may hold a password.
-func restartOnlyChanges(old, cur *config.Config) []string {
-	var keys []string
-	for _, c := range []struct {
-		key      string
-		old, cur string
-	}{
-		{"store", old.Store, cur.Store},
-		{"admin.listen", old.Admin.Listen, cur.Admin.Listen},
-		{"admin.token_file", old.Admin.TokenFile, cur.Admin.TokenFile},
-		{"log.level", old.Log.Level, cur.Log.Level},
-		{"log.format", old.Log.Format, cur.Log.Format},
-	} {
-		if c.old != c.cur {
-			keys = append(keys, c.key)
-		}
-	}
-	return keys
-}
-
-func newLogger(c config.Log, env Env) *slog.Logger {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
-		lvl = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(env.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(env.Stderr, opts))
-}
-
-// envTrue reports whether the environment variable key is set to a true
-// value (1, true, yes).
-func envTrue(env Env, key string) bool {
-	v, _ := env.LookupEnv(key)
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "yes":
-		return true
-	}
-	return false
-}
-
-// readToken reads the admin token file (see config.ReadToken).
-func readToken(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	t, err := config.ReadToken(path)
-	if err != nil {
-		return "", fmt.Errorf("admin.token_file: %w", err)
-	}
-	return t, nil
-}
-
-// monotonicUsec is CLOCK_MONOTONIC in microseconds, for RELOADING=1.
-func monotonicUsec() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano() / 1000
-}
-
-// redactedError is err with its text redacted; errors.Is and errors.As still
-// see err.
-type redactedError struct {
-	msg string
-	err error
-}
-
-// startupGC makes the collector run less often until the returned func is
-// called (once; later calls do nothing). Start-up allocates the config's
-// YAML node tree and every source's stored state, most of it garbage once
-// the daemon runs: with 100,000 sources the default setting collects many
-// times over a heap that only grows. A GOGC set higher, or off, is kept.
-func startupGC() (restore func()) {
-	const startupPercent = 400
-	prev := debug.SetGCPercent(startupPercent)
-	if prev < 0 || prev >= startupPercent {
-		debug.SetGCPercent(prev)
-		return func() {}
-	}
-	return sync.OnceFunc(func() { debug.SetGCPercent(prev) })
-}
-
-func (e redactedError) Error() string { return e.msg }
-func (e redactedError) Unwrap() error { return e.err }

@@ -169,3 +169,12 @@ func thousands(n int) string {
 	}
 	return s
 }
+
+// monotonicUsec is CLOCK_MONOTONIC in microseconds, for RELOADING=1.
+func monotonicUsec() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano() / 1000
+}

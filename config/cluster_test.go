@@ -14,7 +14,7 @@ func readCluster(t *testing.T, doc, store string) (Cluster, []string) {
 	if prob != nil {
 		t.Fatal(prob)
 	}
-	l := &loader{file: "config.yaml", secretOK: map[string]bool{}}
+	l := newLoader("config.yaml", "config.yaml", func(string) (string, bool) { return "", false }, Options{})
 	c := DefaultCluster()
 	ps, _ := l.pairs(root, path{})
 	for _, p := range ps {

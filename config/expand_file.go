@@ -25,12 +25,12 @@ type fileValue struct {
 // file's directory. ok is false when a problem was recorded; a file that
 // cannot be read is a placeholder "" with Options.ForStore (not in the
 // keys the store commands use). The contents are never part of a problem.
-func (l *loader) expandFile(name string, p path) (v string, ok bool) {
+func (l *decoder) expandFile(name string, p path) (v string, ok bool) {
 	if strings.TrimSpace(name) == "" {
 		l.addf(p, "${file:} needs a path (write $$ for a literal $)")
 		return "", false
 	}
-	l.reads++ // the value depends on the file (see loader.reads)
+	l.reads++ // the value depends on the file (see decoder.reads)
 	l.files++
 	full := l.credentialPath(name)
 	r, cached := l.fileVals[full]
@@ -52,7 +52,7 @@ func (l *loader) expandFile(name string, p path) (v string, ok bool) {
 }
 
 // credentialPath resolves the PATH of a ${file:PATH}.
-func (l *loader) credentialPath(name string) string {
+func (l *decoder) credentialPath(name string) string {
 	if filepath.IsAbs(name) {
 		return filepath.Clean(name)
 	}

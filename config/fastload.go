@@ -45,14 +45,14 @@ type envRead struct {
 	set         bool
 }
 
-// maskCall is one call of loader.mask.
+// maskCall is one call of reporter.mask.
 type maskCall struct {
 	value string
 	spans [][2]int
 }
 
 // sameEnv reports whether every variable d looked up has the value it had.
-func (l *loader) sameEnv(d *sourceDeps) bool {
+func (l *decoder) sameEnv(d *sourceDeps) bool {
 	for _, e := range d.env {
 		if v, ok := l.env(e.name); v != e.value || ok != e.set {
 			return false
@@ -62,7 +62,7 @@ func (l *loader) sameEnv(d *sourceDeps) bool {
 }
 
 // replay records the secrets and masks of a reused source again.
-func (l *loader) replay(d *sourceDeps) {
+func (l *decoder) replay(d *sourceDeps) {
 	for _, s := range d.secrets {
 		l.secret(s)
 	}

@@ -35,12 +35,11 @@ func Fingerprint(s *Source) string {
 	return f.fingerprint(s)
 }
 
-// fingerprinter computes fingerprints, reusing its buffer: Load computes
-// one per source.
+// fingerprinter computes fingerprints, reusing its buffer and encoder: Load
+// computes one per source.
 type fingerprinter struct {
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	fast []byte // appendFPDoc's buffer
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
 // fingerprint returns Fingerprint(s).
@@ -51,13 +50,7 @@ func (f *fingerprinter) fingerprint(s *Source) string {
 	f.buf.Reset()
 	var err error
 	if validUTF8Strings(s) {
-		doc := newFPDoc(s, identity, emptyList[string], emptyMap)
-		if b, ok := appendFPDoc(f.fast[:0], &doc); ok {
-			f.fast = b
-			sum := sha256.Sum256(b)
-			return hex.EncodeToString(sum[:])
-		}
-		err = f.enc.Encode(doc)
+		err = f.enc.Encode(newFPDoc(s, identity, emptyList[string], emptyMap))
 	} else {
 		err = f.enc.Encode(newFPDoc(s, fpQuote, fpQuoteList, fpObject))
 	}

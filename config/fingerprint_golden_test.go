@@ -1,10 +1,7 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
-	"reflect"
 	"testing"
 )
 
@@ -51,62 +48,5 @@ func TestFingerprintGolden(t *testing.T) {
 		if got := loaded[i].Fingerprint; i >= len(wantLoaded) || got != wantLoaded[i] {
 			t.Errorf("loaded source %s: fingerprint %s, want the pinned one", loaded[i].Name, got)
 		}
-	}
-}
-
-// TestFingerprintFastPath checks that appendFPDoc writes every member of
-// fpDoc (a member added to the document must be added to it too), and
-// writes the bytes encoding/json writes wherever it says it can: for the
-// golden sources, the loaded test config and sources whose strings and
-// floats are near the edges of what it takes.
-func TestFingerprintFastPath(t *testing.T) {
-	if n := reflect.TypeFor[fpDoc[string, map[string]string]]().NumField(); n != fpDocMembers {
-		t.Fatalf("fpDoc has %d members, appendFPDoc writes %d: add the new one to appendFPDoc", n, fpDocMembers)
-	}
-	srcs := goldenSources()
-	cfg, err := Load("../testdata/config/full.yaml", envMap(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range cfg.Sources {
-		srcs = append(srcs, *s)
-	}
-	for _, tc := range []struct {
-		str  string
-		mult float64
-	}{
-		{"plain", 2}, {"a&b<c>d\"e\\f", 1.5}, {"", 1e-7}, {"~ !#$%'()*+,-./:;=?@[]^_`{|}", 1e21},
-		{"é", 3}, {"tab\there", 0.000001}, {"\x7f", 123456789.125}, {"x", math.Copysign(0, -1)},
-		{"y", math.NaN()}, {"z", 5e-324}, {"w", 1e-6}, {"v", 999999999999999999999.0},
-	} {
-		s := fpSample()
-		s.Name, s.Body, s.Backoff.Multiplier = tc.str, tc.str, tc.mult
-		s.Headers = map[string]string{tc.str: tc.str, "b": "1", "a": "2"}
-		s.Command = []string{tc.str, "x"}
-		s.ExpectStatus = []int{200, 204, 304}
-		srcs = append(srcs, s)
-	}
-	fast := 0
-	for i := range srcs {
-		s := &srcs[i]
-		if !validUTF8Strings(s) {
-			continue
-		}
-		doc := newFPDoc(s, identity, emptyList[string], emptyMap)
-		got, ok := appendFPDoc(nil, &doc)
-		if !ok {
-			continue
-		}
-		fast++
-		want, err := json.Marshal(doc)
-		if err != nil {
-			t.Fatalf("source %d: %v", i, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("source %d:\nfast %s\njson %s", i, got, want)
-		}
-	}
-	if fast < len(srcs)/2 {
-		t.Fatalf("only %d of %d sources took the fast path", fast, len(srcs))
 	}
 }

@@ -120,24 +120,21 @@ func (p *parsePipe) item(i int) (parsedItem, bool) {
 func (f *fastRun) parseBatch(file string, k int) []parsedItem {
 	lo, hi := k*batchItems, min((k+1)*batchItems, len(f.list.items))
 	out := make([]parsedItem, hi-lo)
-	var arena nodeArena
 	for i := range out {
 		sp := f.list.items[lo+i]
 		h := maphash.Bytes(f.seed, f.data[sp[0]:sp[1]]) | 1
 		out[i] = parsedItem{hash: h, prev: -1}
 		if j, ok := f.index[h]; ok {
 			out[i].prev = j
-		} else if n := quickItem(f.data[sp[0]:sp[1]], f.list.ind, &arena); n != nil {
-			out[i].node = n
 		}
 	}
 	for i := 0; i < len(out); {
-		if out[i].prev >= 0 || out[i].node != nil {
+		if out[i].prev >= 0 {
 			i++
 			continue
 		}
 		j := i
-		for j < len(out) && out[j].prev < 0 && out[j].node == nil {
+		for j < len(out) && out[j].prev < 0 {
 			j++
 		}
 		nodes, ok := parseItems(file, f.data[f.list.items[lo+i][0]:f.list.items[lo+j-1][1]], j-i)

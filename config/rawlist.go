@@ -11,7 +11,6 @@ import "bytes"
 type rawList struct {
 	head  []byte   // the file without the list's items: "sources:" is left with a null value
 	items [][2]int // the byte span of each item in the file's data, in order
-	ind   int      // the items' indentation
 }
 
 // cutSources finds the sources list of data when it is written in the
@@ -26,61 +25,18 @@ type rawList struct {
 // items or between the list and the rest fail the separate parses, which
 // the caller takes for a reason to parse the whole file.)
 func cutSources(data []byte) (rl rawList, ok bool) {
-	start, end, ind := -1, -1, -1 // the list's lines [start, end), its items' indentation
-	item := -1                    // the start of the current item
-	for off := 0; off < len(data); {
-		eol := bytes.IndexByte(data[off:], '\n')
-		next := len(data)
-		if eol >= 0 {
-			next = off + eol + 1
-		}
-		line := data[off:next]
-		switch {
-		case start < 0:
-			if len(line) > 0 && line[0] == '%' {
-				return rawList{}, false // a directive: tag handles may reach the items
-			}
-			if isSourcesKey(line) {
-				start = next
-			} else if bytes.HasPrefix(line, []byte("sources")) {
-				return rawList{}, false // "sources: [...]", "sources: &a": the parser's
-			}
-		default:
-			sp, c := indentOf(line)
-			switch {
-			case c == '\t':
-				return rawList{}, false
-			case c == 0 || c == '#': // blank or comment: part of the current item
-			case ind < 0: // the first item
-				if !isItemStart(line, sp) {
-					return rawList{}, false // an empty or a flow list, or a mapping
-				}
-				ind, item = sp, off
-				rl.items = make([][2]int, 0, bytes.Count(data[off:], []byte("\n"))+1) // at most one per line
-			case sp == 0 && (ind > 0 || !isItemStart(line, 0)): // the next top-level key
-				end = off
-			case sp == ind && isItemStart(line, sp):
-				rl.items = append(rl.items, [2]int{item, off})
-				item = off
-			case sp <= ind:
-				return rawList{}, false
-			}
-		}
-		if end >= 0 {
-			break
-		}
-		off = next
+	start, ok := findSourcesKey(data)
+	if !ok {
+		return rawList{}, false
 	}
 	if start < 0 {
 		return rawList{head: data}, true // no list: the sources are in source files, or none
 	}
-	if item < 0 {
+	items, end, ok := cutItems(data, start)
+	if !ok {
 		return rawList{}, false
 	}
-	if end < 0 {
-		end = len(data)
-	}
-	rl.items, rl.ind = append(rl.items, [2]int{item, end}), ind
+	rl.items = items
 	rl.head = make([]byte, 0, len(data)-(end-start)+1)
 	rl.head = append(rl.head, data[:start]...)
 	if n := len(rl.head); n > 0 && rl.head[n-1] != '\n' {
@@ -88,6 +44,71 @@ func cutSources(data []byte) (rl rawList, ok bool) {
 	}
 	rl.head = append(rl.head, data[end:]...)
 	return rl, true
+}
+
+// nextLine returns the line of data at off (with its newline) and the
+// offset of the next one.
+func nextLine(data []byte, off int) (line []byte, next int) {
+	next = len(data)
+	if eol := bytes.IndexByte(data[off:], '\n'); eol >= 0 {
+		next = off + eol + 1
+	}
+	return data[off:next], next
+}
+
+// findSourcesKey returns the offset of the line after the line "sources:"
+// of data (-1 when there is none); ok is false when the sources list is not
+// in a form cutSources reads (a directive first, or "sources:" with a value
+// on its line).
+func findSourcesKey(data []byte) (start int, ok bool) {
+	for off := 0; off < len(data); {
+		line, next := nextLine(data, off)
+		if len(line) > 0 && line[0] == '%' {
+			return -1, false // a directive: tag handles may reach the items
+		}
+		if isSourcesKey(line) {
+			return next, true
+		}
+		if bytes.HasPrefix(line, []byte("sources")) {
+			return -1, false // "sources: [...]", "sources: &a": the parser's
+		}
+		off = next
+	}
+	return -1, true
+}
+
+// cutItems returns the byte spans of the items of the block list whose
+// lines start at start, and the end of the list: the next line at column
+// 0, or the end of data. ok is false when the lines are not such a list.
+func cutItems(data []byte, start int) (items [][2]int, end int, ok bool) {
+	ind, item := -1, -1 // the items' indentation, the start of the current item
+	for off := start; off < len(data); {
+		line, next := nextLine(data, off)
+		sp, c := indentOf(line)
+		switch {
+		case c == '\t':
+			return nil, 0, false
+		case c == 0 || c == '#': // blank or comment: part of the current item
+		case ind < 0: // the first item
+			if !isItemStart(line, sp) {
+				return nil, 0, false // an empty or a flow list, or a mapping
+			}
+			ind, item = sp, off
+			items = make([][2]int, 0, bytes.Count(data[off:], []byte("\n"))+1) // at most one per line
+		case sp == 0 && (ind > 0 || !isItemStart(line, 0)): // the next top-level key
+			return append(items, [2]int{item, off}), off, true
+		case sp == ind && isItemStart(line, sp):
+			items = append(items, [2]int{item, off})
+			item = off
+		case sp <= ind:
+			return nil, 0, false
+		}
+		off = next
+	}
+	if item < 0 {
+		return nil, 0, false
+	}
+	return append(items, [2]int{item, len(data)}), len(data), true
 }
 
 // isSourcesKey reports whether line is "sources:" at column 0, with

@@ -12,7 +12,7 @@ import (
 // expand replaces ${VAR} by its value from env, ${file:PATH} by a file's
 // contents (see expandFile) and $$ by $. Substituted non-empty values are
 // recorded as secrets.
-func (l *loader) expand(s string, p path) (string, bool) {
+func (l *decoder) expand(s string, p path) (string, bool) {
 	if !strings.Contains(s, "$") {
 		return s, true
 	}
@@ -38,34 +38,14 @@ func (l *loader) expand(s string, p path) (string, bool) {
 			}
 			name := s[i+2 : i+2+end]
 			i += end + 3
-			if file, isFile := strings.CutPrefix(name, "file:"); isFile {
-				v, good := l.expandFile(file, p)
-				if !good {
-					ok = false
-				} else if v != "" {
-					l.secret(v)
-					spans = addSpan(spans, b.Len(), b.Len()+len(v))
-					b.WriteString(v)
-				}
-				continue
-			}
-			if !isVarName(name) {
-				l.addf(p, "invalid environment variable name %q in ${...} (write $$ for a literal $)", name)
+			v, good := l.reference(name, p)
+			if !good {
 				ok = false
-				continue
+			} else if v != "" {
+				l.secret(v)
+				spans = addSpan(spans, b.Len(), b.Len()+len(v))
+				b.WriteString(v)
 			}
-			v, set := l.env(name)
-			if !set && l.placeholder(p) {
-				continue // expands to "" (Options.ForStore)
-			}
-			if !set {
-				l.addf(p, "environment variable %s is not set", name)
-				ok = false
-				continue
-			}
-			l.secret(v)
-			spans = addSpan(spans, b.Len(), b.Len()+len(v))
-			b.WriteString(v)
 		default:
 			b.WriteByte('$')
 			i++
@@ -76,10 +56,33 @@ func (l *loader) expand(s string, p path) (string, bool) {
 	return out, ok
 }
 
+// reference returns the value of the reference ${name} in a value at p:
+// a file's contents for "file:PATH", else an environment variable's ("" for
+// one not set that is taken as a placeholder). ok is false, and the
+// problem recorded, when it cannot be expanded.
+func (l *decoder) reference(name string, p path) (v string, ok bool) {
+	if file, isFile := strings.CutPrefix(name, "file:"); isFile {
+		return l.expandFile(file, p)
+	}
+	if !isVarName(name) {
+		l.addf(p, "invalid environment variable name %q in ${...} (write $$ for a literal $)", name)
+		return "", false
+	}
+	v, set := l.env(name)
+	if !set && l.placeholder(p) {
+		return "", true // expands to "" (Options.ForStore)
+	}
+	if !set {
+		l.addf(p, "environment variable %s is not set", name)
+		return "", false
+	}
+	return v, true
+}
+
 // placeholder reports whether a value at p that cannot be expanded is
 // taken as a placeholder (Options.ForStore; not in the keys that commands
 // on the store use), and records it.
-func (l *loader) placeholder(p path) bool {
+func (l *decoder) placeholder(p path) bool {
 	if !l.forStore || l.quiet || p.strict() {
 		return false
 	}
@@ -93,7 +96,7 @@ func (l *loader) placeholder(p path) bool {
 
 // scalar returns the expanded value of a non-null scalar; want describes the
 // expected value for messages ("an integer").
-func (l *loader) scalar(n *yaml.Node, p path, want string) (string, bool) {
+func (l *decoder) scalar(n *yaml.Node, p path, want string) (string, bool) {
 	d := deref(n)
 	if d == nil || d.Kind != yaml.ScalarNode || d.ShortTag() == "!!null" {
 		l.addf(p, "expected %s, got %s", want, describe(n))
@@ -103,7 +106,7 @@ func (l *loader) scalar(n *yaml.Node, p path, want string) (string, bool) {
 }
 
 // str returns the expanded value of a string scalar; null is "".
-func (l *loader) str(n *yaml.Node, p path) (string, bool) {
+func (l *decoder) str(n *yaml.Node, p path) (string, bool) {
 	if isNull(n) {
 		return "", true
 	}
@@ -112,7 +115,7 @@ func (l *loader) str(n *yaml.Node, p path) (string, bool) {
 
 // integer reads an integer (a YAML int too large for strconv but fitting an
 // int is accepted as yaml.v3 decodes it).
-func (l *loader) integer(n *yaml.Node, p path) (int, bool) {
+func (l *decoder) integer(n *yaml.Node, p path) (int, bool) {
 	v, ok := l.scalar(n, p, "an integer")
 	if !ok {
 		return 0, false
@@ -131,7 +134,7 @@ func (l *loader) integer(n *yaml.Node, p path) (int, bool) {
 
 // boolean reads true or false (a YAML boolean, or a string that expands to
 // one of these words).
-func (l *loader) boolean(n *yaml.Node, p path) (bool, bool) {
+func (l *decoder) boolean(n *yaml.Node, p path) (bool, bool) {
 	v, ok := l.scalar(n, p, "true or false")
 	if !ok {
 		return false, false
@@ -147,7 +150,7 @@ func (l *loader) boolean(n *yaml.Node, p path) (bool, bool) {
 }
 
 // float reads a finite number.
-func (l *loader) float(n *yaml.Node, p path) (float64, bool) {
+func (l *decoder) float(n *yaml.Node, p path) (float64, bool) {
 	v, ok := l.scalar(n, p, "a number")
 	if !ok {
 		return 0, false
@@ -161,7 +164,7 @@ func (l *loader) float(n *yaml.Node, p path) (float64, bool) {
 }
 
 // duration reads a Go duration ("250ms", "1h30m").
-func (l *loader) duration(n *yaml.Node, p path) (time.Duration, bool) {
+func (l *decoder) duration(n *yaml.Node, p path) (time.Duration, bool) {
 	v, ok := l.scalar(n, p, "a duration")
 	if !ok {
 		return 0, false
@@ -175,7 +178,7 @@ func (l *loader) duration(n *yaml.Node, p path) (time.Duration, bool) {
 }
 
 // positiveDuration reads a duration greater than 0.
-func (l *loader) positiveDuration(n *yaml.Node, p path) (time.Duration, bool) {
+func (l *decoder) positiveDuration(n *yaml.Node, p path) (time.Duration, bool) {
 	d, ok := l.duration(n, p)
 	if ok && d <= 0 {
 		l.addf(p, "must be greater than 0")
@@ -185,7 +188,7 @@ func (l *loader) positiveDuration(n *yaml.Node, p path) (time.Duration, bool) {
 }
 
 // minInt reads an integer >= min.
-func (l *loader) minInt(n *yaml.Node, p path, min int) (int, bool) {
+func (l *decoder) minInt(n *yaml.Node, p path, min int) (int, bool) {
 	i, ok := l.integer(n, p)
 	if ok && i < min {
 		l.addf(p, "must be >= %d, got %d", min, i)
@@ -195,7 +198,7 @@ func (l *loader) minInt(n *yaml.Node, p path, min int) (int, bool) {
 }
 
 // resolve makes p absolute against the config directory.
-func (l *loader) resolve(p string) string { return resolveIn(l.dir, p) }
+func (l *decoder) resolve(p string) string { return resolveIn(l.dir, p) }
 
 // isVarName reports whether s is an environment variable name that ${...}
 // accepts: [A-Za-z_][A-Za-z0-9_]*.

@@ -264,7 +264,7 @@ func (l *loader) log(n *yaml.Node, lg *Log) {
 // defaults reads the defaults section on top of the built-in defaults. An
 // invalid value is reported and the built-in value kept, so that sources
 // inheriting it are not reported again.
-func (l *loader) defaults(n *yaml.Node) (b inherited) {
+func (l *sourceReader) defaults(n *yaml.Node) (b inherited) {
 	b = inherited{
 		scheduleSpec: DefaultSchedule,
 		schedule:     Every{D: time.Minute},
@@ -287,7 +287,7 @@ func (l *loader) defaults(n *yaml.Node) (b inherited) {
 
 // common handles a key shared by defaults and sources; it reports whether
 // key is one of them.
-func (l *loader) common(b *inherited, p pair, prefix path) bool {
+func (l *sourceReader) common(b *inherited, p pair, prefix path) bool {
 	kp := prefix.key(p.key)
 	switch p.key {
 	case "schedule":
@@ -331,7 +331,7 @@ func (l *loader) common(b *inherited, p pair, prefix path) bool {
 
 // backoff overrides the given subkeys of base. If the result is invalid it
 // is reported and base returned.
-func (l *loader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
+func (l *sourceReader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
 	ps, ok := l.pairs(n, where)
 	if !ok {
 		return base
@@ -381,7 +381,7 @@ func (l *loader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
 }
 
 // breaker overrides the given subkeys of base.
-func (l *loader) breaker(n *yaml.Node, where path, base Breaker) Breaker {
+func (l *sourceReader) breaker(n *yaml.Node, where path, base Breaker) Breaker {
 	ps, ok := l.pairs(n, where)
 	if !ok {
 		return base

@@ -8,7 +8,7 @@ import (
 
 // authKey reads basic_auth or bearer_token_file of an http source. The
 // files are read now; their contents are secrets.
-func (l *loader) authKey(s *Source, p pair, kp path) {
+func (l *blockReader) authKey(s *Source, p pair, kp path) {
 	if s.Auth == nil {
 		s.Auth = &Auth{}
 	}
@@ -38,7 +38,7 @@ func (l *loader) authKey(s *Source, p pair, kp path) {
 
 // basicAuth reads a basic_auth block: a username (required, without a
 // colon) and an optional password_file.
-func (l *loader) basicAuth(a *Auth, n *yaml.Node, where path) {
+func (l *blockReader) basicAuth(a *Auth, n *yaml.Node, where path) {
 	ps, ok := l.pairs(n, where)
 	if !ok {
 		return
@@ -82,7 +82,7 @@ func (l *loader) basicAuth(a *Auth, n *yaml.Node, where path) {
 
 // authFile reads a password or token file and records its contents as a
 // secret.
-func (l *loader) authFile(abs string, kp path) (string, bool) {
+func (l *blockReader) authFile(abs string, kp path) (string, bool) {
 	v, err := readAuthFile(abs)
 	if err != nil {
 		l.fileProblem(kp, err)
@@ -94,7 +94,7 @@ func (l *loader) authFile(abs string, kp path) (string, bool) {
 
 // checkAuth reports an http source with both basic_auth and
 // bearer_token_file, or either with an Authorization header.
-func (l *loader) checkAuth(s *Source, prefix path) {
+func (l *blockReader) checkAuth(s *Source, prefix path) {
 	a := s.Auth
 	if a == nil {
 		return

@@ -33,7 +33,7 @@ func newClientSpec() clientSpec { return clientSpec{files: newClientFiles()} }
 // clientKey reads a client key shared by defaults and sources (tls,
 // proxy_url, http2, follow_redirects) into c; it reports whether key is
 // one of them.
-func (l *loader) clientKey(c *clientSpec, p pair, kp path) bool {
+func (l *blockReader) clientKey(c *clientSpec, p pair, kp path) bool {
 	switch p.key {
 	case "tls":
 		l.tlsBlock(c, p.val, kp)
@@ -58,7 +58,7 @@ func (l *loader) clientKey(c *clientSpec, p pair, kp path) bool {
 
 // proxyURL reads proxy_url: "" (the environment's proxy) or an http,
 // https, socks5 or socks5h URL with a host. Its password is a secret.
-func (l *loader) proxyURL(c *clientSpec, n *yaml.Node, kp path) {
+func (l *blockReader) proxyURL(c *clientSpec, n *yaml.Node, kp path) {
 	v, ok := l.str(n, kp)
 	if !ok {
 		return
@@ -91,7 +91,7 @@ func (l *loader) proxyURL(c *clientSpec, n *yaml.Node, kp path) {
 // tlsBlock reads a tls block over c's settings. Files are read and parsed
 // now: a problem names the key and the file. cert_file and key_file go
 // together in one block.
-func (l *loader) tlsBlock(c *clientSpec, n *yaml.Node, where path) {
+func (l *blockReader) tlsBlock(c *clientSpec, n *yaml.Node, where path) {
 	ps, ok := l.pairs(n, where)
 	if !ok {
 		return
@@ -135,7 +135,7 @@ func (l *loader) tlsBlock(c *clientSpec, n *yaml.Node, where path) {
 }
 
 // caFileKey reads tls.ca_file: "" (the system roots) or a CA bundle.
-func (l *loader) caFileKey(c *clientSpec, n *yaml.Node, kp path) {
+func (l *blockReader) caFileKey(c *clientSpec, n *yaml.Node, kp path) {
 	v, ok := l.str(n, kp)
 	if !ok {
 		return
@@ -155,7 +155,7 @@ func (l *loader) caFileKey(c *clientSpec, n *yaml.Node, kp path) {
 
 // keyPairKeys reads tls.cert_file and tls.key_file of one block: both or
 // neither; both "" drops an inherited client certificate.
-func (l *loader) keyPairKeys(c *clientSpec, cert, key *pair, where path) {
+func (l *blockReader) keyPairKeys(c *clientSpec, cert, key *pair, where path) {
 	if cert == nil && key == nil {
 		return
 	}
@@ -197,7 +197,7 @@ func (l *loader) keyPairKeys(c *clientSpec, cert, key *pair, where path) {
 // need, unless the config is loaded for a command that only reads or steers
 // the store (Options.ForStore, contract 12.2): then the value is a
 // placeholder and the source's fingerprint is unknown.
-func (l *loader) fileProblem(p path, err error) {
+func (l *decoder) fileProblem(p path, err error) {
 	if l.placeholder(p) {
 		return
 	}
@@ -215,7 +215,7 @@ func (c *clientSpec) cache() *clientFiles {
 // finishClient completes a source once all its keys are read: its Client
 // (shared with every source of equal settings), follow_redirects, and the
 // checks of its Authorization. Client keys on an exec source are problems.
-func (l *loader) finishClient(s *Source, c *clientSpec, prefix path) {
+func (l *blockReader) finishClient(s *Source, c *clientSpec, prefix path) {
 	switch s.Type {
 	case "http":
 	case "exec":

@@ -47,7 +47,7 @@ type deliverSpec struct {
 }
 
 // deliverKey reads the deliver key into d; it reports whether key is it.
-func (l *loader) deliverKey(d *deliverSpec, p pair, kp path) bool {
+func (l *blockReader) deliverKey(d *deliverSpec, p pair, kp path) bool {
 	if p.key != "deliver" {
 		return false
 	}
@@ -57,7 +57,7 @@ func (l *loader) deliverKey(d *deliverSpec, p pair, kp path) bool {
 
 // deliverBlock reads a deliver block; null is no delivery, and a block
 // without a target is a problem.
-func (l *loader) deliverBlock(n *yaml.Node, where path) *Deliver {
+func (l *blockReader) deliverBlock(n *yaml.Node, where path) *Deliver {
 	if isNull(n) {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (l *loader) deliverBlock(n *yaml.Node, where path) *Deliver {
 
 // deliverFile reads deliver.file: a path (made absolute once {name} is
 // replaced, see finishDeliver) that does not name a directory.
-func (l *loader) deliverFile(n *yaml.Node, kp path) string {
+func (l *blockReader) deliverFile(n *yaml.Node, kp path) string {
 	v, ok := l.scalar(n, kp, "a path")
 	if !ok {
 		return ""
@@ -117,7 +117,7 @@ func (l *loader) deliverFile(n *yaml.Node, kp path) string {
 
 // webhook reads deliver.webhook and notify.webhook: url (http or https, required), method
 // (default POST) and headers (secrets, like a source's).
-func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
+func (l *blockReader) webhook(n *yaml.Node, where path) *Webhook {
 	ps, ok := l.pairs(n, where)
 	if !ok || isNull(n) {
 		if ok {
@@ -148,7 +148,7 @@ func (l *loader) webhook(n *yaml.Node, where path) *Webhook {
 // finishDeliver gives s its deliver block: its own or the inherited one,
 // with {name} in file replaced by the source's name and the path resolved
 // against the config file's directory.
-func (l *loader) finishDeliver(s *Source, d *deliverSpec) {
+func (l *blockReader) finishDeliver(s *Source, d *deliverSpec) {
 	if d.d == nil {
 		return
 	}
@@ -180,7 +180,7 @@ func (d *Deliver) digest() string {
 // httpURL reads an http(s) URL (a source's, a webhook's): its password is
 // a secret, and a URL that is not usable is a problem at kp. It returns
 // old when the value is not a string.
-func (l *loader) httpURL(n *yaml.Node, kp path, old string) string {
+func (l *valueReader) httpURL(n *yaml.Node, kp path, old string) string {
 	v, ok := l.scalar(n, kp, "a URL")
 	if !ok {
 		return old
@@ -192,7 +192,7 @@ func (l *loader) httpURL(n *yaml.Node, kp path, old string) string {
 
 // httpMethod reads an HTTP method, upper-cased; an invalid one is a
 // problem at kp and leaves old.
-func (l *loader) httpMethod(n *yaml.Node, kp path, old string) string {
+func (l *valueReader) httpMethod(n *yaml.Node, kp path, old string) string {
 	v, ok := l.scalar(n, kp, "a string")
 	switch {
 	case !ok:

@@ -22,7 +22,7 @@ type dirResult struct {
 }
 
 // execKey reads a key of an exec source (one that isExecKey accepts).
-func (l *loader) execKey(s *Source, p pair, kp path) {
+func (l *sourceReader) execKey(s *Source, p pair, kp path) {
 	switch p.key {
 	case "command":
 		s.Command = l.command(p.val, kp)
@@ -37,7 +37,7 @@ func (l *loader) execKey(s *Source, p pair, kp path) {
 }
 
 // checkDir reports a dir that does not exist or is not a directory.
-func (l *loader) checkDir(dir string, kp path) {
+func (l *valueReader) checkDir(dir string, kp path) {
 	r, ok := l.dirs[dir]
 	if !ok {
 		fi, err := os.Stat(dir)
@@ -56,7 +56,7 @@ func (l *loader) checkDir(dir string, kp path) {
 
 // envMap reads an exec source's env: names without "=" or NUL, values
 // without NUL.
-func (l *loader) envMap(n *yaml.Node, where path) map[string]string {
+func (l *valueReader) envMap(n *yaml.Node, where path) map[string]string {
 	ps, _ := l.pairs(n, where)
 	if len(ps) == 0 {
 		return nil
@@ -82,7 +82,7 @@ func (l *loader) envMap(n *yaml.Node, where path) map[string]string {
 }
 
 // command reads an exec source's argv and resolves its program (argv[0]).
-func (l *loader) command(n *yaml.Node, where path) []string {
+func (l *valueReader) command(n *yaml.Node, where path) []string {
 	items, ok := l.items(n, where)
 	if !ok {
 		return nil
@@ -118,7 +118,7 @@ func (l *loader) command(n *yaml.Node, where path) []string {
 // the config directory, which must name an executable; a bare name through
 // PATH. Both are cached for the config's other sources. A program that
 // cannot be resolved is reported and returned as written.
-func (l *loader) program(c string, p0 path) string {
+func (l *valueReader) program(c string, p0 path) string {
 	if strings.ContainsRune(c, '/') {
 		abs := l.resolve(c)
 		err, ok := l.checked[abs]
@@ -172,7 +172,7 @@ func checkExecutable(p string) string {
 
 // lookPath searches PATH (from env) for an executable named name. Empty and
 // relative PATH entries are skipped.
-func (l *loader) lookPath(name string) lookResult {
+func (l *valueReader) lookPath(name string) lookResult {
 	pathEnv, _ := l.env("PATH")
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" || !filepath.IsAbs(d) {

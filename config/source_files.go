@@ -32,7 +32,7 @@ type origin struct{ file, idx int32 }
 
 // where returns the path of a problem at p: in a source file, prefixed
 // with that file's name ("sources.d/a.yaml: sources[name=x].url").
-func (l *loader) where(p path) string {
+func (l *reporter) where(p path) string {
 	s := p.String()
 	if l.srcFiles.cur == 0 {
 		return s
@@ -45,7 +45,7 @@ func (l *loader) where(p path) string {
 }
 
 // describeOrigin names where o is, for a duplicate name.
-func (l *loader) describeOrigin(o origin) string {
+func (l *reporter) describeOrigin(o origin) string {
 	s := "sources[" + strconv.Itoa(int(o.idx)) + "]"
 	if o.file == 0 {
 		return s + " of the config file"
@@ -56,7 +56,7 @@ func (l *loader) describeOrigin(o origin) string {
 // claimName records that the source at index i of the file being read is
 // called name; if a source in another file has that name already, it
 // returns where that one is.
-func (l *loader) claimName(name string, i int) (other string, taken bool) {
+func (l *reporter) claimName(name string, i int) (other string, taken bool) {
 	if l.srcFiles.seen == nil || name == "" {
 		return "", false
 	}
@@ -168,7 +168,7 @@ func (l *loader) readSourceFiles(cfg *Config, b inherited, groups map[string]boo
 
 // byFile orders the problems by the file they are in, the config file
 // first, keeping their order within each file.
-func (l *loader) byFile() {
+func (l *reporter) byFile() {
 	if len(l.srcFiles.abs) > 0 {
 		sort.SliceStable(l.probs, func(i, j int) bool { return l.probs[i].file < l.probs[j].file })
 	}

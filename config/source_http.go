@@ -11,7 +11,7 @@ import (
 )
 
 // httpKey reads a key of an http source (one that isHTTPKey accepts).
-func (l *loader) httpKey(s *Source, p pair, kp path) {
+func (l *sourceReader) httpKey(s *Source, p pair, kp path) {
 	switch p.key {
 	case "url":
 		s.URL = l.httpURL(p.val, kp, s.URL)
@@ -42,7 +42,7 @@ func (l *loader) httpKey(s *Source, p pair, kp path) {
 
 // checkURL reports a URL that is not http(s)://HOST[:PORT]/..., saying what
 // is wrong with it.
-func (l *loader) checkURL(v string, kp path) {
+func (l *valueReader) checkURL(v string, kp path) {
 	if why := urlProblem(v, l.containsSecret(v)); why != "" {
 		l.addf(kp, "invalid URL: %s", why)
 	}
@@ -111,7 +111,7 @@ func isToken(s string) bool {
 
 // headers reads an http source's headers: token names, unique but for
 // case, and values without CR, LF or NUL. Every value is a secret.
-func (l *loader) headers(n *yaml.Node, where path) map[string]string {
+func (l *valueReader) headers(n *yaml.Node, where path) map[string]string {
 	ps, _ := l.pairs(n, where)
 	if len(ps) == 0 {
 		return nil
@@ -157,7 +157,7 @@ func sameName(names []string, name string) string {
 }
 
 // expectStatus reads an http source's list of accepted statuses.
-func (l *loader) expectStatus(n *yaml.Node, where path) []int {
+func (l *valueReader) expectStatus(n *yaml.Node, where path) []int {
 	items, _ := l.items(n, where)
 	var out []int
 	for i, it := range items {

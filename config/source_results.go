@@ -18,7 +18,7 @@ type resultSpec struct {
 // resultKey reads a result key shared by defaults and sources
 // (conditional, error_reprobe) into r; it reports whether key is one of
 // them.
-func (l *loader) resultKey(r *resultSpec, p pair, kp path) bool {
+func (l *blockReader) resultKey(r *resultSpec, p pair, kp path) bool {
 	switch p.key {
 	case "conditional":
 		if v, ok := l.boolean(p.val, kp); ok {
@@ -45,7 +45,7 @@ func (l *loader) resultKey(r *resultSpec, p pair, kp path) bool {
 // source takes conditional (inherited or its own); on an exec source the
 // key is a problem when the source sets it itself (defaults apply to http
 // sources only).
-func (l *loader) finishResults(s *Source, r *resultSpec) {
+func (l *blockReader) finishResults(s *Source, r *resultSpec) {
 	s.ErrorReprobe = r.reprobe
 	switch s.Type {
 	case "http":

@@ -45,7 +45,7 @@ func validName(s string) bool {
 // sourceName reads a source's name without reporting anything; expanded
 // says it came from a ${VAR} (it then holds a secret, and problems name the
 // source by its index).
-func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
+func (l *sourceReader) sourceName(n *yaml.Node) (name string, expanded bool) {
 	// The common case: a mapping without merge keys whose name is a plain
 	// string. The first such key is the one pairs would return.
 	if d := deref(n); d != nil && d.Kind == yaml.MappingNode {
@@ -72,7 +72,7 @@ func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
 			return v.Value, false
 		}
 	}
-	q := &loader{dir: l.dir, env: l.env, quiet: true}
+	q := &decoder{reporter: &reporter{quiet: true}, dir: l.dir, env: l.env}
 	ps, _ := q.pairs(n, path{})
 	for _, p := range ps {
 		if p.key == "name" {
@@ -88,7 +88,7 @@ func (l *loader) sourceName(n *yaml.Node) (name string, expanded bool) {
 // no problem is reported, which is the only case where Load returns it).
 // With dst (a source file's sources, see readSourceFiles) they are appended
 // to dst and no index is built.
-func (l *loader) sources(dst []*Source, n *yaml.Node, b inherited, groups map[string]bool) ([]*Source, map[string]int) {
+func (l *sourceReader) sources(dst []*Source, n *yaml.Node, b inherited, groups map[string]bool) ([]*Source, map[string]int) {
 	items, _ := l.items(n, at("sources"))
 	names := make([]string, len(items))
 	first := make(map[string]int, len(items)) // name -> index of its first source
@@ -150,7 +150,7 @@ func (l *loader) sources(dst []*Source, n *yaml.Node, b inherited, groups map[st
 
 // source reads one source: its name and type first, then every other key
 // (a key of the other type is a problem), then what its type requires.
-func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[string]bool) (Source, bool) {
+func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map[string]bool) (Source, bool) {
 	ps, ok := l.pairs(n, prefix)
 	if !ok {
 		return Source{}, false
@@ -184,7 +184,7 @@ func (l *loader) source(n *yaml.Node, prefix path, b inherited, groups map[strin
 
 // nameAndType reads the name and type keys of a source, which the other
 // keys depend on, and reports them when absent.
-func (l *loader) nameAndType(s *Source, ps []pair, prefix path) {
+func (l *sourceReader) nameAndType(s *Source, ps []pair, prefix path) {
 	var hasName, hasType bool
 	for _, p := range ps {
 		switch p.key {
@@ -218,7 +218,7 @@ func (l *loader) nameAndType(s *Source, ps []pair, prefix path) {
 }
 
 // limit reads a source's limit group, which limits must declare.
-func (l *loader) limit(s *Source, n *yaml.Node, kp path, groups map[string]bool) {
+func (l *sourceReader) limit(s *Source, n *yaml.Node, kp path, groups map[string]bool) {
 	if v, ok := l.scalar(n, kp, "a string"); ok {
 		if !groups[v] {
 			l.addf(kp, "unknown limit group %q (not defined in limits)", v)
@@ -231,7 +231,7 @@ func (l *loader) limit(s *Source, n *yaml.Node, kp path, groups map[string]bool)
 // typedKey hands a key of one source type to that type's handler (httpKey
 // or execKey). A key of the other type is a problem; while the type is
 // unknown (missing or invalid), keys of both are read.
-func (l *loader) typedKey(s *Source, p pair, kp path) {
+func (l *sourceReader) typedKey(s *Source, p pair, kp path) {
 	switch {
 	case (s.Type == "exec" && isHTTPKey(p.key)) || (s.Type == "http" && isExecKey(p.key)):
 		l.addf(kp, "not allowed for type %s", s.Type)
@@ -245,7 +245,7 @@ func (l *loader) typedKey(s *Source, p pair, kp path) {
 // requireTypeKeys reports the key that a source's type requires when it is
 // absent (url for http, command for exec), and clears the http-only fields
 // of an exec source.
-func (l *loader) requireTypeKeys(s *Source, ps []pair, prefix path) {
+func (l *sourceReader) requireTypeKeys(s *Source, ps []pair, prefix path) {
 	switch s.Type {
 	case "http":
 		if !hasKey(ps, "url") {

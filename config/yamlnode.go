@@ -62,7 +62,7 @@ type pair struct {
 // pairs returns the entries of a mapping node in file order, resolving
 // aliases and merge keys ("<<"). A null node is an empty mapping. Anything
 // else is a problem and yields ok == false.
-func (l *loader) pairs(n *yaml.Node, p path) (ps []pair, ok bool) {
+func (l *decoder) pairs(n *yaml.Node, p path) (ps []pair, ok bool) {
 	if isNull(n) {
 		return nil, true
 	}
@@ -124,7 +124,7 @@ type mergeVisit struct {
 // collectPairs adds the pairs of mapping n to c, then those of the
 // mappings it merges (whose keys do not override). explicit is true for
 // the mapping itself, whose duplicate keys are problems.
-func (l *loader) collectPairs(n *yaml.Node, p path, c *pairList, explicit bool, depth int) bool {
+func (l *decoder) collectPairs(n *yaml.Node, p path, c *pairList, explicit bool, depth int) bool {
 	where := p
 	if where.top() {
 		where = at(l.file) // the top level: the problem is the file's
@@ -181,7 +181,7 @@ func (l *loader) collectPairs(n *yaml.Node, p path, c *pairList, explicit bool, 
 }
 
 // items returns the elements of a sequence node (null: none).
-func (l *loader) items(n *yaml.Node, p path) ([]*yaml.Node, bool) {
+func (l *decoder) items(n *yaml.Node, p path) ([]*yaml.Node, bool) {
 	if isNull(n) {
 		return nil, true
 	}

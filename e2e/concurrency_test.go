@@ -407,18 +407,22 @@ sources:
 	if len(b5) < 6 {
 		t.Fatalf("b5: %d polls", len(b5))
 	}
-	if d := b5[4].Sub(b5[0]); d > 300*time.Millisecond {
+	// What the machine took from the daemon and the test around the
+	// starts (stall_test.go) is time a start may be seen late: it widens
+	// the bounds below by as much (none on a quiet machine).
+	late := d.within(0, b5[0].Add(-time.Second), b5[len(b5)-1])
+	if d := b5[4].Sub(b5[0]); d > 300*time.Millisecond+late {
 		t.Errorf("b5 {rate: 2/s, burst: 5}: the first 5 starts took %s; a full bucket of 5 lets them through at once", d.Round(time.Millisecond))
 	}
 	// A start is seen by the upstream up to ~250 ms after its token on a
 	// loaded machine (the wait for the source's previous commit, rule 3.8,
 	// and the trip), so the bounds below leave that much; a limiter that
 	// let one more through would show it at once (0 ms).
-	if d := b5[5].Sub(b5[0]); d < 200*time.Millisecond {
+	if d := b5[5].Sub(b5[0]); d < 200*time.Millisecond-late {
 		t.Errorf("b5 {rate: 2/s, burst: 5}: a 6th start %s after the first; the bucket holds 5", d.Round(time.Millisecond))
 	}
-	if span := b5[len(b5)-1].Sub(b5[0]); float64(len(b5)) > 5+2*span.Seconds()+1 {
-		t.Errorf("b5: %d starts in %s; rate 2/s burst 5 allows %.0f", len(b5), span.Round(time.Millisecond), 5+2*span.Seconds())
+	if span := b5[len(b5)-1].Sub(b5[0]) + late; float64(len(b5)) > 5+2*span.Seconds()+1 {
+		t.Errorf("b5: %d starts in %s (with %s the machine took); rate 2/s burst 5 allows %.0f", len(b5), span.Round(time.Millisecond), late.Round(time.Millisecond), 5+2*span.Seconds())
 	}
 	b1 := times("b1")
 	// Tokens come every 500 ms, counted from the previous token, not from
@@ -440,7 +444,7 @@ sources:
 	if len(b1) < 6 {
 		t.Fatalf("b1 {rate: 2/s}: only %d starts in 5s", len(b1))
 	}
-	if span := b1[len(b1)-1].Sub(b1[0]); float64(len(b1)) > 1+2*span.Seconds()+1 {
+	if span := b1[len(b1)-1].Sub(b1[0]) + d.within(0, b1[0].Add(-time.Second), b1[len(b1)-1]); float64(len(b1)) > 1+2*span.Seconds()+1 {
 		t.Errorf("b1: %d starts in %s; rate 2/s burst 1 allows %.0f", len(b1), span.Round(time.Millisecond), 1+2*span.Seconds())
 	}
 	perm := times("perm")

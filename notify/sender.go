@@ -40,8 +40,8 @@ const claimMargin = 5 * time.Second
 // are dropped (logged, counted as dropped), so that a receiver down while
 // sources flap does not grow the outbox without bound until max_age. It is
 // the scheduler's bound on the events a source holds through a store
-// outage (maxSlotEvents), for the same reason: the newest events tell the
-// state a source is in now.
+// outage (scheduler/flush's maxSlotEvents), for the same reason: the
+// newest events tell the state a source is in now.
 const maxPerSource = 64
 
 // trimLogEvery is the least time between two log lines about events
@@ -105,10 +105,7 @@ type Sender struct {
 	wake     chan struct{}
 	jobs     chan job
 	free     chan struct{} // a token per idle worker
-	sent     prometheus.Counter
-	failed   prometheus.Counter
-	dropped  prometheus.Counter
-	pending  prometheus.Gauge
+	metrics  metrics
 	// passes counts the loop's readings of the outbox (tests wait on it).
 	passes atomic.Int64
 	// trimmed counts the events dropped by maxPerSource since trimLogged,
@@ -119,6 +116,30 @@ type Sender struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+}
+
+// metrics are a sender's collectors: pacer_notifications_total's
+// children by outcome (resolved once) and pacer_notifications_pending.
+type metrics struct {
+	sent, failed, dropped prometheus.Counter
+	pending               prometheus.Gauge
+}
+
+// newMetrics registers the sender's collectors on reg.
+func newMetrics(reg prometheus.Registerer) (metrics, error) {
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pacer_notifications_total", Help: "Notification deliveries by outcome: sent, failed (to be retried), dropped (older than notify.max_age).",
+	}, []string{"outcome"})
+	pending := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pacer_notifications_pending", Help: "Notification events in the outbox, not yet delivered.",
+	})
+	for _, c := range []prometheus.Collector{total, pending} {
+		if err := reg.Register(c); err != nil {
+			return metrics{}, fmt.Errorf("notify: metrics: %w", err)
+		}
+	}
+	return metrics{sent: total.WithLabelValues("sent"), failed: total.WithLabelValues("failed"),
+		dropped: total.WithLabelValues("dropped"), pending: pending}, nil
 }
 
 // job is one claimed event and the settings it is delivered with.
@@ -149,18 +170,10 @@ func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, erro
 	if s.interval <= 0 {
 		s.interval = DefaultInterval
 	}
-	total := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pacer_notifications_total", Help: "Notification deliveries by outcome: sent, failed (to be retried), dropped (older than notify.max_age).",
-	}, []string{"outcome"})
-	s.pending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "pacer_notifications_pending", Help: "Notification events in the outbox, not yet delivered.",
-	})
-	for _, c := range []prometheus.Collector{total, s.pending} {
-		if err := opts.Registry.Register(c); err != nil {
-			return nil, fmt.Errorf("notify: metrics: %w", err)
-		}
+	var err error
+	if s.metrics, err = newMetrics(opts.Registry); err != nil {
+		return nil, err
 	}
-	s.sent, s.failed, s.dropped = total.WithLabelValues("sent"), total.WithLabelValues("failed"), total.WithLabelValues("dropped")
 	s.SetConfig(n, redact)
 	return s, nil
 }
@@ -178,7 +191,7 @@ func (s *Sender) SetConfig(n *config.Notify, redact *config.Redactor) {
 // CountDropped counts n events dropped before they reached the outbox (the
 // scheduler's bound on events held through a long store outage) as
 // pacer_notifications_total{outcome="dropped"}.
-func (s *Sender) CountDropped(n int) { s.dropped.Add(float64(n)) }
+func (s *Sender) CountDropped(n int) { s.metrics.dropped.Add(float64(n)) }
 
 // Wake makes the loop read the outbox now (after a commit wrote events).
 // It never blocks.
@@ -305,7 +318,7 @@ func (s *Sender) housekeep(set *settings, now time.Time) {
 		s.storeError("drop", err)
 	} else {
 		for _, ev := range dropped {
-			s.dropped.Inc()
+			s.metrics.dropped.Inc()
 			s.log.Warn("notification dropped: undelivered past notify.max_age", "source", ev.Source, "event", ev.Event,
 				"id", ev.ID, "attempts", ev.Attempts, "max_age", set.n.MaxAge)
 		}
@@ -327,7 +340,7 @@ func (s *Sender) countPending() int {
 	if err != nil {
 		return -1
 	}
-	s.pending.Set(float64(n))
+	s.metrics.pending.Set(float64(n))
 	return n
 }
 
@@ -344,7 +357,7 @@ func (s *Sender) trim(now time.Time) bool {
 	if len(dropped) == 0 {
 		return false
 	}
-	s.dropped.Add(float64(len(dropped)))
+	s.metrics.dropped.Add(float64(len(dropped)))
 	s.trimmed += len(dropped)
 	if !s.trimLogged.IsZero() && now.Sub(s.trimLogged) < trimLogEvery {
 		return true
@@ -396,7 +409,7 @@ func (s *Sender) handle(j job) {
 	}
 	ctx := context.WithoutCancel(s.ctx)
 	if err == nil {
-		s.sent.Inc()
+		s.metrics.sent.Inc()
 		if err := s.ob.EventSent(ctx, j.ev.ID); err != nil {
 			s.storeError("sent", err)
 		}
@@ -410,7 +423,7 @@ func (s *Sender) handle(j job) {
 		}
 		return
 	}
-	s.failed.Inc()
+	s.metrics.failed.Inc()
 	attempts := j.ev.Attempts + 1
 	next := s.now().Add(Backoff(attempts))
 	if attempts&(attempts-1) == 0 { // the 1st, 2nd, 4th, 8th ... failure

@@ -194,7 +194,7 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 	out := make(map[string][]store.PollRecord, len(known))
 	var read []string // those with fewer than n records pending
 	for _, name := range known {
-		out[name] = s.flush.pendingRecords(name)
+		out[name] = s.flush.PendingRecords(name)
 		if len(out[name]) >= n {
 			out[name] = out[name][:n]
 		} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -38,8 +39,9 @@ const ownershipEvery = 100 * time.Millisecond
 const ownersEvery = time.Second
 
 // setupCluster makes the scheduler's cluster room, the member own's (nil:
-// a single daemon, which polls every shard).
-func (s *Scheduler) setupCluster(own Ownership) error {
+// a single daemon, which polls every shard), and returns the flusher's
+// fenced committer: the room (nil on a single daemon).
+func (s *Scheduler) setupCluster(own Ownership) (flush.Committer, error) {
 	opt := shards.Options{
 		Now:      s.clock.Now,
 		Sleep:    func(ctx context.Context, d time.Duration) bool { return sleep(ctx, s.clock, d) },
@@ -49,19 +51,20 @@ func (s *Scheduler) setupCluster(own Ownership) error {
 	if own != nil {
 		cst, ok := s.store.(ClusterStore)
 		if !ok {
-			return errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
+			return nil, errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
 		}
 		opt.Ownership, opt.Store = own, cst
 	}
 	s.shards = shards.New(opt)
 	if own == nil {
-		return nil
+		return nil, nil
 	}
 	s.shardDirty = true
-	s.flush.saveFenced = s.shards.Commit
-	s.flush.onRejected = s.rejected
-	return nil
+	return s.shards, nil
 }
+
+// The room is the flusher's committer on a member of a cluster.
+var _ flush.Committer = (*shards.Room)(nil)
 
 // indexShards rebuilds the shard index when entries changed. mu held.
 func (s *Scheduler) indexShards() {
@@ -258,7 +261,7 @@ func (s *Scheduler) Drained(shard int) bool {
 func (s *Scheduler) drainedLocked(shard int) bool {
 	s.indexShards()
 	for _, e := range s.byShard[shard] {
-		if e.busy || !s.flush.clean(e.sl) {
+		if e.busy || !s.flush.Clean(e.sl) {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -50,6 +51,18 @@ func roomOf(t *testing.T, active bool, owners map[int]string) *shards.Room {
 	return r
 }
 
+// heldCommit is a committer whose one commit waits until release is
+// closed: a commit in progress for as long as a test looks at it.
+type heldCommit struct{ started, release chan struct{} }
+
+func (h heldCommit) Commit(context.Context, store.Batch, int) ([]string, error) {
+	close(h.started)
+	<-h.release
+	return nil, nil
+}
+
+var _ flush.Committer = heldCommit{}
+
 // TestOwnerWhileGivingUp is the owner a member shows (contract 8.6): itself
 // for a shard it polls, and for a shard it gave up while its poll of the
 // source runs or its state waits for the commit (the store holds its claim
@@ -74,14 +87,19 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFlusher(nil, nil, nil, nil, nil)
+			held := heldCommit{started: make(chan struct{}), release: make(chan struct{})}
+			f := flush.New(flush.Options{Committer: held, Keep: func() int { return 0 }})
 			s := &Scheduler{shards: roomOf(t, tt.active, tt.owners), flush: f}
-			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.slot("src")}
-			if tt.pending {
-				f.queue = append(f.queue, write{sl: e.sl, st: store.SourceState{Name: "src"}})
-				e.sl.pend = 0
+			e := &entry{name: "src", shard: 0, busy: tt.busy, sl: f.Slot("src")}
+			if tt.pending || tt.flying {
+				f.Submit(e.sl, store.SourceState{Name: "src"}, nil)
 			}
-			e.sl.inFlight = tt.flying
+			if tt.flying { // the write leaves the queue for a commit that waits
+				done := make(chan error, 1)
+				go func() { done <- f.FlushAll(context.Background()) }()
+				<-held.started
+				defer func() { close(held.release); <-done }()
+			}
 			got := ""
 			if o := s.owner(e); o != nil {
 				got = *o

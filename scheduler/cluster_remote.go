@@ -19,7 +19,7 @@ func (s *Scheduler) owner(e *entry) *string {
 	if !s.shards.Member() {
 		return nil
 	}
-	return s.shards.Owner(e.shard, e.busy || !s.flush.clean(e.sl))
+	return s.shards.Owner(e.shard, e.busy || !s.flush.Clean(e.sl))
 }
 
 // ownsCommand reports whether this member applies c: its source is on a

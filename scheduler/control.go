@@ -128,11 +128,11 @@ func (s *Scheduler) mutate(name, action, reason string) (SourceObject, error) {
 func (s *Scheduler) waitCommitted(name string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
 	defer cancel()
-	s.flush.waitSaved(ctx, name, seq)
+	s.flush.WaitSaved(ctx, name, seq)
 }
 
 // mutateAsync is mutate without the wait: it returns the flusher's sequence
-// number of the change, for flusher.waitSaved.
+// number of the change, for flush.Flusher.WaitSaved.
 func (s *Scheduler) mutateAsync(name, action, reason string) (SourceObject, uint64, error) {
 	s.mu.Lock()
 	e, err := s.entry(name)
@@ -175,7 +175,7 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 	}
 	// A source never has more than history.keep records.
 	n = max(min(n, int(s.keep.Load())), 0)
-	out := s.flush.pendingRecords(name)
+	out := s.flush.PendingRecords(name)
 	if len(out) >= n {
 		return out[:n], nil
 	}
@@ -221,7 +221,7 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 		return err
 	}
 	// Store errors name the store already ("store: ...").
-	if err := s.flush.err(); err != nil {
+	if err := s.flush.Err(); err != nil {
 		return err
 	}
 	if err := s.store.Writable(ctx); err != nil {
@@ -291,7 +291,7 @@ func (s *Scheduler) applyCommands(ctx context.Context, cmds []store.Command) {
 	waitCtx, cancel := context.WithTimeout(ctx, commitWait)
 	for i, c := range cmds {
 		if errs[i] == nil && seqs[i] > 0 {
-			s.flush.waitSaved(waitCtx, c.Source, seqs[i])
+			s.flush.WaitSaved(waitCtx, c.Source, seqs[i])
 		}
 	}
 	cancel()

@@ -28,7 +28,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			if !ok || at > nowNs {
 				break
 			}
-			if s.flush.pending(e.sl, e.savedSeq) {
+			if s.flush.Pending(e.sl, e.savedSeq) {
 				// Rule 3.8: its last state is not committed yet. Look again
 				// shortly rather than hold a permit while waiting.
 				s.due.schedule(e, now.Add(commitRecheck))
@@ -124,7 +124,7 @@ func (s *Scheduler) admit(ctx context.Context, g *group) {
 			continue
 		}
 		s.mu.Unlock()
-		s.flush.waitAt(ctx, j.e.sl, seq)
+		s.flush.WaitAt(ctx, j.e.sl, seq)
 		if g.sem != nil {
 			select {
 			case g.sem <- struct{}{}:

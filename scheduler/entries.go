@@ -15,7 +15,7 @@ import (
 // addEntry builds the runtime of src from its stored state and schedules it.
 // Called with mu held.
 func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found bool, now time.Time) error {
-	e := &entry{name: src.Name, idx: -1, sl: s.flush.slot(src.Name)}
+	e := &entry{name: src.Name, idx: -1, sl: s.flush.Slot(src.Name)}
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {
 		st = store.SourceState{Name: src.Name}
@@ -37,7 +37,7 @@ func (s *Scheduler) addEntry(src *config.Source, st store.SourceState, found boo
 		// Persist the new source with its first tick, so that status read
 		// from the store shows when it will run. No poll has happened, so
 		// its first poll need not wait for this commit (rule 3.8).
-		s.flush.submit(e.sl, e.st, nil)
+		s.flush.Submit(e.sl, e.st, nil)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (s *Scheduler) poke() {
 func (s *Scheduler) dropEntry(e *entry) {
 	if s.entries[e.name] == e {
 		delete(s.entries, e.name)
-		s.flush.release(e.sl, e.st)
+		s.flush.Release(e.sl, e.st)
 		s.shardDirty = true
 	}
 }
@@ -137,7 +137,7 @@ func (s *Scheduler) save(e *entry, rec *store.PollRecord, evs ...store.Event) {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq
 	}
-	e.savedSeq = s.flush.submit(e.sl, e.st, rec, evs...)
+	e.savedSeq = s.flush.Submit(e.sl, e.st, rec, evs...)
 }
 
 // logChange logs one line if e's state differs from prev (rule 3.12).

@@ -2,18 +2,17 @@ package scheduler
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // a second, independent connection that holds the write lock
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/internal/sqlitetest"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -191,35 +190,8 @@ func flakySource(name, extra string) string {
 }
 
 // holdWriteLock takes the write lock of the SQLite file at path from a
-// second, independent connection (BEGIN IMMEDIATE), so that the store's
-// writes wait for it and then fail. release rolls back, freeing the lock;
-// it is also called when the test ends.
+// second connection (sqlitetest.HoldWriteLock).
 func holdWriteLock(t *testing.T, path string) (release func() error) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	held := true
-	release = func() error {
-		if !held {
-			return nil
-		}
-		held = false
-		_, err := conn.ExecContext(context.Background(), "ROLLBACK")
-		return err
-	}
-	t.Cleanup(func() {
-		_ = release()
-		_ = conn.Close()
-		_ = db.Close()
-	})
-	return release
+	return sqlitetest.HoldWriteLock(t, path)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -55,12 +56,11 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	s.transport = newTransport(s.limitOf(cfg))
 	s.clients = sources.NewClients(sources.NewClient(s.transport, []string{cfg.Admin.Listen}))
 	s.deliverer = deliver.New(s.transport)
-	s.flush = newFlusher(s.store, s.log, s.clock, m, func() int { return int(s.keep.Load()) })
-	s.flush.onEvents = opts.EventsCommitted
-	s.flush.onDropEvents = opts.EventsDropped
-	if err := s.setupCluster(opts.Ownership); err != nil {
+	commit, err := s.setupCluster(opts.Ownership)
+	if err != nil {
 		return nil, err
 	}
+	s.flush = flush.New(flushOptions(commit, s.store, s.log, s.clock, m, opts, &s.keep, s.rejected))
 	return s, nil
 }
 
@@ -161,7 +161,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 		}
 	}
 	s.resizeWorkers(s.limitOf(s.cfg))
-	s.flushing.spawn(s.flushing.ctx, s.flush.run)
+	s.flushing.spawn(s.flushing.ctx, s.flush.Run)
 	s.dispatching.spawn(s.dispatching.ctx, s.loop)
 	s.dispatching.spawn(s.dispatching.ctx, s.commands)
 	if s.shards.Member() {
@@ -239,7 +239,7 @@ func (s *Scheduler) finalFlush(until time.Time) error {
 	var err error
 	s.flushing.spawn(s.flushing.ctx, func(context.Context) {
 		defer close(done)
-		err = s.flush.flushFinal(max(until.Sub(s.clock.Now()), 0))
+		err = s.flush.FlushFinal(max(until.Sub(s.clock.Now()), 0))
 	})
 	if !awaitBy(s.clock, done, until) {
 		return errors.New("the store did not answer in time")

@@ -85,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 	}
 	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results, m.deliveries}
 	if counts != nil {
-		cs = append(cs, sourcesCollector{counts})
+		cs = append(cs, newSourcesCollector(counts))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -95,30 +95,37 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 	return m, nil
 }
 
-var (
-	sourcesDesc  = prometheus.NewDesc("pacer_sources", "Sources by state.", []string{"state"}, nil)
-	failuresDesc = prometheus.NewDesc("pacer_source_consecutive_failures",
-		"Consecutive failures of each source.", []string{"source"}, nil)
-)
-
 // sourcesCollector reports per-state counts and per-source failure gauges
 // from the scheduler's state at scrape time. A source with no consecutive
 // failure has no failure series (contract section 6): a healthy fleet
 // exports none.
-type sourcesCollector struct{ counts sourceCounts }
+type sourcesCollector struct {
+	counts   sourceCounts
+	sources  *prometheus.Desc // pacer_sources{state}
+	failures *prometheus.Desc // pacer_source_consecutive_failures{source}
+}
+
+func newSourcesCollector(counts sourceCounts) sourcesCollector {
+	return sourcesCollector{
+		counts:  counts,
+		sources: prometheus.NewDesc("pacer_sources", "Sources by state.", []string{"state"}, nil),
+		failures: prometheus.NewDesc("pacer_source_consecutive_failures",
+			"Consecutive failures of each source.", []string{"source"}, nil),
+	}
+}
 
 func (c sourcesCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- sourcesDesc
-	ch <- failuresDesc
+	ch <- c.sources
+	ch <- c.failures
 }
 
 func (c sourcesCollector) Collect(ch chan<- prometheus.Metric) {
 	counts, failures := c.counts(true)
 	for _, st := range AllStates {
-		ch <- prometheus.MustNewConstMetric(sourcesDesc, prometheus.GaugeValue, float64(counts[st]), st)
+		ch <- prometheus.MustNewConstMetric(c.sources, prometheus.GaugeValue, float64(counts[st]), st)
 	}
 	for _, f := range failures {
-		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.GaugeValue, float64(f.n), f.name)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.GaugeValue, float64(f.n), f.name)
 	}
 }
 

@@ -65,7 +65,7 @@ func (s *Scheduler) run(pollCtx context.Context, timeouts *pollTimeouts, j *job)
 		return
 	}
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.waitAt(pollCtx, j.e.sl, seq)
+	s.flush.WaitAt(pollCtx, j.e.sl, seq)
 	if j.trigger && p.brk != nil {
 		p.brk.ForceProbe()
 	}

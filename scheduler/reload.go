@@ -58,7 +58,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 	s.mu.Unlock()
 	stored := make(map[string]store.SourceState, len(added))
 	for _, name := range added {
-		if st, ok := s.flush.released(name); ok {
+		if st, ok := s.flush.Released(name); ok {
 			stored[name] = st
 			continue
 		}

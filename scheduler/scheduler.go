@@ -22,6 +22,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
@@ -94,7 +95,7 @@ type Scheduler struct {
 	log       *slog.Logger
 	clock     Clock
 	m         *metrics
-	flush     *flusher
+	flush     *flush.Flusher
 	clients   *sources.Clients // the http pollers' clients, shared
 	transport *transport
 	deliverer resultDeliverer // of every source with deliver (contract 9.3)
@@ -177,11 +178,11 @@ type entry struct {
 	st  store.SourceState
 	idx int // position in the due heap, -1 when not in it (the heap holds its due time)
 
-	sl           *slot // its place in the flusher
-	busy         bool  // queued, waiting for permits, or polling
-	removed      bool  // dropped from the config while busy
-	resetPending bool  // reset while polling: applied when the poll ends
-	mark         bool  // Scheduler.reloadMark when the last reload saw it
+	sl           *flush.Slot // its place in the flusher
+	busy         bool        // queued, waiting for permits, or polling
+	removed      bool        // dropped from the config while busy
+	resetPending bool        // reset while polling: applied when the poll ends
+	mark         bool        // Scheduler.reloadMark when the last reload saw it
 	savedSeq     uint64
 	localErrs    int // consecutive local errors (kindLocal), the memory of localRetry
 	// flap coalesces its throttle transitions (flaplog.go); nil until its

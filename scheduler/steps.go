@@ -148,7 +148,7 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 			s.due.schedule(e, *e.st.NextRunAt)
 		}
 		// Not a poll's outcome: the next poll need not wait for it.
-		s.flush.submit(e.sl, e.st, nil)
+		s.flush.Submit(e.sl, e.st, nil)
 	}
 	if !s.flapSweepAt.IsZero() {
 		s.flapSweepAt = s.flapSweepAt.Add(d)

@@ -109,9 +109,9 @@ func newGuard(path string, lock *Lock, log *slog.Logger) (*guard, error) {
 	return g, nil
 }
 
-// check returns nil while the file is the one opened, else the reason; it
+// Check returns nil while the file is the one opened, else the reason; it
 // looks again at most once per guardInterval.
-func (g *guard) check() error {
+func (g *guard) Check() error {
 	if g == nil {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pacer-dev/pacer/store/postgres"
 )
 
 // The daemon lock of a PostgreSQL store (rule 3.13 until the cluster of
@@ -79,13 +81,13 @@ func acquirePostgresLock(dsn string) (*Lock, error) {
 // acquirePostgresLockWith takes the store's advisory lock with try, the
 // exclusive (a single daemon) or the shared (a cluster member) function.
 func acquirePostgresLockWith(dsn, try string) (*Lock, error) {
-	d, err := parsePostgresDSN(dsn)
+	d, err := postgres.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: lock %s: %w", d.shown, err)
+		return nil, fmt.Errorf("store: lock %s: %w", d.Shown, err)
 	}
-	cfg, err := pgConfig(dsn, d)
+	cfg, err := postgres.ConnConfig(dsn, d)
 	if err != nil {
-		return nil, fmt.Errorf("store: lock %s: %w", d.shown, err)
+		return nil, fmt.Errorf("store: lock %s: %w", d.Shown, err)
 	}
 	host, _ := os.Hostname()
 	cfg.RuntimeParams["application_name"] = pgAppName(os.Getpid(), host)
@@ -93,14 +95,14 @@ func acquirePostgresLockWith(dsn, try string) (*Lock, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: lock %s: %w", d.shown, d.scrub(err))
+		return nil, fmt.Errorf("store: lock %s: %w", d.Shown, d.Scrub(err))
 	}
 	// The holder may let go between a refused try and the read of its
 	// name: try again then, a few times.
 	for range 3 {
 		var ok bool
 		if err := conn.QueryRow(ctx, "SELECT "+try+"("+pgLockKey+")").Scan(&ok); err != nil {
-			return nil, errors.Join(fmt.Errorf("store: lock %s: %w", d.shown, d.scrub(err)), conn.Close(ctx))
+			return nil, errors.Join(fmt.Errorf("store: lock %s: %w", d.Shown, d.Scrub(err)), conn.Close(ctx))
 		}
 		if ok {
 			l := &pgLock{cfg: cfg, conn: conn, try: try, stop: make(chan struct{}), done: make(chan struct{})}
@@ -109,13 +111,13 @@ func acquirePostgresLockWith(dsn, try string) (*Lock, error) {
 		}
 		pid, host, held, err := pgHolderOn(ctx, conn)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("store: lock %s: %w", d.shown, d.scrub(err)), conn.Close(ctx))
+			return nil, errors.Join(fmt.Errorf("store: lock %s: %w", d.Shown, d.Scrub(err)), conn.Close(ctx))
 		}
 		if held {
-			return nil, errors.Join(&LockedError{Store: d.shown, PID: pid, Host: host}, conn.Close(ctx))
+			return nil, errors.Join(&LockedError{Store: d.Shown, PID: pid, Host: host}, conn.Close(ctx))
 		}
 	}
-	return nil, errors.Join(&LockedError{Store: d.shown}, conn.Close(ctx))
+	return nil, errors.Join(&LockedError{Store: d.Shown}, conn.Close(ctx))
 }
 
 // pgHolderOn reads, on conn, who holds the lock of conn's store.
@@ -134,26 +136,26 @@ func pgHolderOn(ctx context.Context, conn *pgx.Conn) (pid int, host string, held
 
 // postgresHolder is Holder for a PostgreSQL store.
 func postgresHolder(dsn string) (pid int, held bool, err error) {
-	d, err := parsePostgresDSN(dsn)
+	d, err := postgres.ParseDSN(dsn)
 	if err != nil {
-		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.shown, err)
+		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.Shown, err)
 	}
-	cfg, err := pgConfig(dsn, d)
+	cfg, err := postgres.ConnConfig(dsn, d)
 	if err != nil {
-		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.shown, err)
+		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.Shown, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout+5*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.shown, d.scrub(err))
+		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.Shown, d.Scrub(err))
 	}
 	pid, _, held, err = pgHolderOn(ctx, conn)
 	if cerr := conn.Close(ctx); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.shown, d.scrub(err))
+		return 0, false, fmt.Errorf("store: lock holder %s: %w", d.Shown, d.Scrub(err))
 	}
 	return pid, held, nil
 }

@@ -4,13 +4,42 @@ import (
 	"testing"
 )
 
+// allowed returns the places over the house limits today, each removed by
+// issue 21 (its part named): TestHouseRules passes with them, and fails on
+// any other violation and on an entry here that no longer occurs, so the
+// list only shrinks. The lead empties it once the parts are merged.
+func allowed() map[string]string {
+	return map[string]string{
+		"file cluster/cluster.go":     "cluster room (scheduler/shards) splits it; issue 21 removes it",
+		"func cluster.Member.Round":   "cluster room splits the round; issue 21 removes it",
+		"fields scheduler.Scheduler":  "the scheduler split into rooms; issue 21 removes it",
+		"methods scheduler.Scheduler": "the scheduler split into rooms; issue 21 removes it",
+		"func scheduler.applyOutcome": "scheduler/policy: pure rules; issue 21 removes it",
+		"var scheduler.AllStates":     "scheduler/policy: state names; issue 21 removes it",
+	}
+}
+
+// TestHouseRules fails on every place of the product over the house
+// limits that allowed does not list, and on every entry of allowed that no
+// longer occurs.
+func TestHouseRules(t *testing.T) {
+	v, err := Check("../..", House())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range AgainstAllowList(v, allowed()) {
+		t.Error(msg)
+	}
+}
+
+// TestReport logs every place over the limits, allowed or not.
 func TestReport(t *testing.T) {
 	v, err := Check("../..", House())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range v {
-		t.Log(x)
+		t.Logf("%s  [%s]", x, x.Key())
 	}
 	t.Logf("%d violations", len(v))
 }

@@ -1,0 +1,3 @@
+package skipped
+
+var state int
