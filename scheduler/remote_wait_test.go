@@ -148,24 +148,34 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 // staleClaim is the real store whose reads of a command show it pending
 // while its owner applies it, until a withdrawal of it was refused: reads
 // that raced the owner's claim, so that the member's withdrawal finds the
-// command claimed (ExpireCommand false).
+// command claimed (ExpireCommand false). It tells the owner (refused) only
+// when the member reads the command again after that, as one that waits
+// for its result does: a member that took the refusal for "applied" is
+// never shown the owner's result.
 type staleClaim struct {
-	*expireHook
-	refusedOnce atomic.Bool
+	*store.Store
+	refused   chan uint64
+	refusedID atomic.Uint64 // the command whose withdrawal was refused (0: none)
 }
 
 func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (store.Command, error) {
-	c, err := s.expireHook.GetCommand(ctx, id)
-	if err == nil && c.Status == store.CommandApplying && !s.refusedOnce.Load() {
+	if s.refusedID.Load() == id {
+		select {
+		case s.refused <- id:
+		default:
+		}
+	}
+	c, err := s.Store.GetCommand(ctx, id)
+	if err == nil && c.Status == store.CommandApplying && s.refusedID.Load() == 0 {
 		c.Status = store.CommandPending
 	}
 	return c, err
 }
 
 func (s *staleClaim) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
-	ok, err := s.expireHook.ExpireCommand(ctx, id, reason)
+	ok, err := s.Store.ExpireCommand(ctx, id, reason)
 	if err == nil && !ok {
-		s.refusedOnce.Store(true)
+		s.refusedID.Store(id)
 	}
 	return ok, err
 }
@@ -180,7 +190,7 @@ func TestRemoteCommandWaitsAfterRefusedWithdrawal(t *testing.T) {
 	runMember(t, a)
 	own := gate(a)
 	own.deny(store.ShardOf("x", ""), true) // another member's
-	hook := &staleClaim{expireHook: &expireHook{Store: st, refused: make(chan uint64, 1)}}
+	hook := &staleClaim{Store: st, refused: make(chan uint64, 1)}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
 	s := startMemberScheduler(t, cfg, hook, own, nil)
