@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // offsetWindow is how many measures of the clock offset offsetFilter keeps.
 const offsetWindow = 8
@@ -67,4 +70,58 @@ func meets(a, b offsetSample) bool {
 		d = -d
 	}
 	return d <= (a.rtt+b.rtt)/2+10*time.Millisecond
+}
+
+// offsetStep is the least change of the measured clock offset that moves
+// the one the member schedules by: the measure's own error (half a round
+// trip) would otherwise move the scheduler's clock back and forth by
+// milliseconds at every round.
+const offsetStep = 50 * time.Millisecond
+
+// clockWarnAbove is the offset from the database's clock above which a
+// member logs a warning (rule 8.1): it schedules on the database's clock
+// anyway, but its logs' times and its operator's view are off by that much.
+const clockWarnAbove = time.Second
+
+// MeasureOffset measures the database's clock minus the member's (from
+// the middle of the call), keeps as ClockOffset the measure of the shortest
+// recent round trip when it moved by offsetStep or more (offsetFilter), and
+// warns, at most once a minute unless it moves by
+// another second, while it exceeds clockWarnAbove. Every round calls it;
+// the daemon calls it once before its scheduler starts, so that the
+// scheduler's clock does not jump at the first round.
+func (m *Member) MeasureOffset(ctx context.Context) (time.Duration, error) {
+	t0 := m.opt.Now()
+	db, err := m.st.DatabaseNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t1 := m.opt.Now()
+	measured := db.Sub(t0.Add(t1.Sub(t0) / 2))
+	m.mu.Lock()
+	m.offset = m.offsets.add(t1.Sub(t0), measured)
+	off := m.offset
+	far := off > clockWarnAbove || off < -clockWarnAbove
+	moved := off-m.offsetWarned > clockWarnAbove || m.offsetWarned-off > clockWarnAbove
+	warn := far && (m.offsetWarnedAt.IsZero() || moved || t1.Sub(m.offsetWarnedAt) >= time.Minute)
+	if warn {
+		m.offsetWarned, m.offsetWarnedAt = off, t1
+	}
+	m.mu.Unlock()
+	if warn {
+		m.opt.Logger.Warn("cluster: this member's clock is off from the database's; it schedules on the database's clock",
+			"member", m.opt.Name, "clock_offset_ms", off.Milliseconds())
+	}
+	return off, nil
+}
+
+// ClockOffset is the database's clock minus the member's, as last
+// measured (0 before the first round): the member's scheduler runs on its
+// clock plus this (scheduler.DatabaseClock), so that the due times and
+// phases members hand over through the store agree whatever their own
+// clocks say (rule 8.1).
+func (m *Member) ClockOffset() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offset
 }

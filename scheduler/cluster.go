@@ -3,14 +3,13 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -24,40 +23,13 @@ import (
 // Its commits are fenced (CommitFenced); a source whose rows are
 // rejected has lost its shard.
 
-// Ownership says which shards the scheduler may start polls of: a member
-// of a cluster (*cluster.Member). The scheduler of a single daemon has
-// none (Options.Ownership nil), and polls everything.
-type Ownership interface {
-	// MayStart reports whether a poll of a source of shard may start now.
-	MayStart(shard int) bool
-	// Fence is what the commits are conditional on.
-	Fence(shardOf func(source string) int) store.Fence
-	// Ready is nil when the member's claims are renewed, else the reason.
-	Ready() error
-	// Name is the member's name (the source object's owner).
-	Name() string
-	// Renewed is nil when the member's last round of claims succeeded,
-	// else the reason (commits are held until it is nil again).
-	Renewed() error
-	// StatementTimeout bounds each statement on the cluster's behalf (a
-	// commit, the states of the shards taken over): one that hangs is an
-	// outage, retried, instead of a wait for as long as the database.
-	StatementTimeout() time.Duration
-}
+// Ownership is the member of a cluster the scheduler polls for
+// (Options.Ownership); see shards.Ownership.
+type Ownership = shards.Ownership
 
 // ClusterStore is what a member's scheduler needs of its store besides
-// Store: fenced commits, the states of the shards it takes over, the
-// owners of the others, and the command queue to reach them.
-type ClusterStore interface {
-	CommitFenced(ctx context.Context, f store.Fence, b store.Batch, keep int) ([]string, error)
-	LoadStatesOf(ctx context.Context, names []string) ([]store.SourceState, error)
-	ShardOwners(ctx context.Context) (map[int]string, error)
-	EnqueueCommand(ctx context.Context, c *store.Command) error
-	GetCommand(ctx context.Context, id uint64) (store.Command, error)
-	ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error)
-}
-
-var _ ClusterStore = (*store.Store)(nil)
+// Store; see shards.ClusterStore.
+type ClusterStore = shards.ClusterStore
 
 // ownershipEvery is how often the scheduler looks at its member's shards.
 // MayStart turns false a quarter lease (>= 500 ms) before a claim ends, and
@@ -68,59 +40,33 @@ const ownershipEvery = 100 * time.Millisecond
 // source objects.
 const ownersEvery = time.Second
 
-// setupCluster wires the scheduler to own (nil: a single daemon), and
-// returns the flusher's fenced committer (nil on a single daemon).
+// setupCluster makes the scheduler's cluster room, the member own's (nil:
+// a single daemon, which polls every shard), and returns the flusher's
+// fenced committer: the room (nil on a single daemon).
 func (s *Scheduler) setupCluster(own Ownership) (flush.Committer, error) {
+	opt := shards.Options{
+		Now:      s.clock.Now,
+		Sleep:    func(ctx context.Context, d time.Duration) bool { return sleep(ctx, s.clock, d) },
+		Refusals: map[string]error{"not_found": ErrNotFound, "conflict": ErrConflict},
+		Settle:   resultWait,
+	}
+	if own != nil {
+		cst, ok := s.store.(ClusterStore)
+		if !ok {
+			return nil, errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
+		}
+		opt.Ownership, opt.Store = own, cst
+	}
+	s.shards = shards.New(opt)
 	if own == nil {
 		return nil, nil
 	}
-	cst, ok := s.store.(ClusterStore)
-	if !ok {
-		return nil, errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
-	}
-	s.own, s.cst = own, cst
 	s.shardDirty = true
-	return flush.CommitFunc(func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
-		if err := own.Renewed(); err != nil {
-			// Which claims still hold is known again after the next round:
-			// a commit now could be refused for a claim that lapsed while
-			// the database was away and that comes back with its fence.
-			// The flusher keeps the rows and retries (rule 8.7).
-			return nil, fmt.Errorf("scheduler: commit held: %w", err)
-		}
-		ctx, cancel := context.WithTimeout(ctx, own.StatementTimeout())
-		defer cancel()
-		return cst.CommitFenced(ctx, s.commitFence(), b, keep)
-	}), nil
+	return s.shards, nil
 }
 
-// commitFence is what a commit is conditional on: for each shard, the
-// fence it was taken over with, so that rows written under one claim are
-// refused once the shard has been another member's, even if this member
-// holds it again by the time they are committed (a new claim comes with a
-// new fence, and the shard is taken over again only once those rows are
-// committed or refused). A shard never taken over has the member's
-// current fence. Called by the flusher outside mu.
-func (s *Scheduler) commitFence() store.Fence {
-	f := s.own.Fence(s.shardOfName)
-	if taken := s.takenFences.Load(); taken != nil {
-		for sh, fe := range *taken {
-			f.Fences[sh] = fe
-		}
-	}
-	return f
-}
-
-// shardOfName is the shard of a configured source (ShardOf with its
-// group), read by the flusher outside mu.
-func (s *Scheduler) shardOfName(name string) int {
-	if m := s.shardNames.Load(); m != nil {
-		if sh, ok := (*m)[name]; ok {
-			return sh
-		}
-	}
-	return store.ShardOf(name, "")
-}
+// The room is the flusher's committer on a member of a cluster.
+var _ flush.Committer = (*shards.Room)(nil)
 
 // indexShards rebuilds the shard index when entries changed. mu held.
 func (s *Scheduler) indexShards() {
@@ -134,21 +80,27 @@ func (s *Scheduler) indexShards() {
 		s.byShard[e.shard] = append(s.byShard[e.shard], e)
 		names[e.name] = e.shard
 	}
-	s.shardNames.Store(&names)
+	s.shards.Index(names)
 }
 
 // dormant reports whether e's shard is not this member's to poll. mu held.
 func (s *Scheduler) dormant(e *entry) bool {
-	return s.own != nil && !s.active[e.shard]
+	return !s.shards.Polls(e.shard)
 }
 
-// loseShard makes the entries of sh dormant. mu held.
-func (s *Scheduler) loseShard(sh int) {
-	if !s.active[sh] {
-		return
+// loseShard makes the entries of sh dormant; it reports whether sh was
+// polled. mu held.
+func (s *Scheduler) loseShard(sh int) bool {
+	if !s.shards.Lose(sh) {
+		return false
 	}
-	s.active[sh] = false
-	s.activeN--
+	s.unheapShard(sh)
+	return true
+}
+
+// unheapShard takes the entries of sh, which the room no longer polls,
+// out of the heap. mu held.
+func (s *Scheduler) unheapShard(sh int) {
 	s.indexShards()
 	for _, e := range s.byShard[sh] {
 		s.q.Due.Remove(&e.slot)
@@ -162,11 +114,7 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 		s.syncShards(ctx)
 		if now := s.clock.Now(); now.Sub(ownersAt) >= ownersEvery {
 			ownersAt = now
-			if owners, err := s.shardOwners(ctx); err == nil {
-				s.mu.Lock()
-				s.owners = owners
-				s.unlock()
-			}
+			s.shards.ReadOwners(ctx)
 		}
 		if !sleep(ctx, s.clock, ownershipEvery) {
 			return
@@ -174,57 +122,38 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 	}
 }
 
-// shardOwners reads the owners of the shards, within the statement bound.
-func (s *Scheduler) shardOwners(ctx context.Context) (map[int]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.own.StatementTimeout())
-	defer cancel()
-	return s.cst.ShardOwners(ctx)
-}
-
 // syncShards makes dormant the shards the member may no longer start and
 // takes over those it gained, from their stored states.
 func (s *Scheduler) syncShards(ctx context.Context) {
-	var may [store.Shards]bool
-	for sh := range may {
-		may[sh] = s.own.MayStart(sh)
-	}
+	may := s.shards.Claims()
 	s.mu.Lock()
 	if s.stopped {
 		s.unlock()
 		return
 	}
 	s.indexShards()
-	var gained []int
+	lost, gained := s.shards.Sync(may, s.drainedLocked)
+	for _, sh := range lost {
+		s.unheapShard(sh)
+	}
 	var names []string
-	lost, lostN := false, 0
-	for sh := range may {
-		switch {
-		case s.active[sh] && !may[sh]:
-			s.loseShard(sh)
-			lost = true
-			lostN++
-		case !s.active[sh] && may[sh] && s.drainedLocked(sh):
-			// Only once what this member wrote of the shard is committed
-			// (or refused): the store then has the latest state, its own
-			// or that of an owner in between.
-			gained = append(gained, sh)
-			for _, e := range s.byShard[sh] {
-				names = append(names, e.name)
-			}
+	for _, sh := range gained {
+		for _, e := range s.byShard[sh] {
+			names = append(names, e.name)
 		}
 	}
-	if lost {
+	if len(lost) > 0 {
 		s.resizeWorkers(s.limitOf(s.cfg))
 	}
 	s.unlock()
-	if lostN > 0 {
-		s.log.Info("cluster: shards given up", "shards", lostN, "polled_shards", s.activeCount())
+	if len(lost) > 0 {
+		s.log.Info("cluster: shards given up", "shards", len(lost), "polled_shards", s.shards.Count())
 	}
 	if len(gained) == 0 {
 		return
 	}
-	lctx, cancel := context.WithTimeout(ctx, s.own.StatementTimeout())
-	states, err := s.cst.LoadStatesOf(lctx, names)
+	lctx, cancel := s.shards.Bound(ctx)
+	stored, err := s.shards.ReadStates(lctx, names)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -233,44 +162,25 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 		}
 		return
 	}
-	stored := make(map[string]store.SourceState, len(states))
-	for _, st := range states {
-		stored[st.Name] = st
-	}
 	s.mu.Lock()
-	defer s.unlock()
-	s.takeOver(gained, stored)
+	n := s.takeOver(gained, stored)
+	s.unlock()
+	if n > 0 {
+		s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.shards.Count())
+	}
 }
 
 // takeOver activates the shards gained that the member may still start,
-// with their sources' stored states. mu held.
-func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) {
+// with their sources' stored states; it returns the number taken over.
+// mu held.
+func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) int {
 	if s.stopped {
-		return
+		return 0
 	}
 	now := s.clock.Now()
 	s.indexShards()
-	n := 0
-	fences := s.own.Fence(s.shardOfName).Fences
-	taken := map[int]int64{}
-	if old := s.takenFences.Load(); old != nil {
-		maps.Copy(taken, *old)
-	}
-	defer func() {
-		if n > 0 {
-			s.takenFences.Store(&taken)
-			s.logLocked(slog.LevelInfo, "cluster: shards taken over", "shards", n, "polled_shards", s.activeN)
-		}
-	}()
-	for _, sh := range gained {
-		fe, held := fences[sh]
-		if s.active[sh] || !held || !s.own.MayStart(sh) || !s.drainedLocked(sh) {
-			continue
-		}
-		taken[sh] = fe
-		s.active[sh] = true
-		s.activeN++
-		n++
+	took := s.shards.TakeOver(gained, s.drainedLocked)
+	for _, sh := range took {
 		for _, e := range s.byShard[sh] {
 			if st, ok := stored[e.name]; ok && !e.slot.Busy() {
 				s.adopt(e, st, now)
@@ -280,6 +190,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 		}
 	}
 	s.resizeWorkers(s.limitOf(s.cfg))
+	return len(took)
 }
 
 // adopt gives e the state its previous owner committed: backoff, breaker,
@@ -327,16 +238,15 @@ func catchUp(e *entry, now time.Time) {
 // shard is taken over again from the store if the member still may.
 func (s *Scheduler) rejected(names []string) {
 	s.mu.Lock()
-	defer s.unlock()
 	n := 0
 	for _, name := range names {
-		if e := s.entries[name]; e != nil && s.active[e.shard] {
-			s.loseShard(e.shard)
+		if e := s.entries[name]; e != nil && s.loseShard(e.shard) {
 			n++
 		}
 	}
+	s.unlock()
 	if n > 0 {
-		s.logLocked(slog.LevelWarn, "cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
+		s.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
 	}
 }
 
@@ -366,7 +276,7 @@ func (s *Scheduler) ClusterStats() (owned, inflight int) {
 	s.mu.Lock()
 	s.indexShards()
 	for sh := range s.byShard {
-		if s.own == nil || s.active[sh] {
+		if s.shards.Polls(sh) {
 			owned += len(s.byShard[sh])
 		}
 	}

@@ -4,15 +4,53 @@ import (
 	"context"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"testing"
+	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
 
-// nameOnly is an Ownership of which owner uses only the name.
-type nameOnly struct{ Ownership }
+// nameOnly is an Ownership of which owner uses the name, and which holds
+// shard 0 (fence 1) when holds is set.
+type nameOnly struct {
+	Ownership
+	holds bool
+}
 
-func (nameOnly) Name() string { return "me" }
+func (nameOnly) Name() string                    { return "me" }
+func (o nameOnly) MayStart(sh int) bool          { return o.holds && sh == 0 }
+func (nameOnly) StatementTimeout() time.Duration { return time.Second }
+func (o nameOnly) Fence(shardOf func(string) int) store.Fence {
+	f := store.Fence{Member: "me", Fences: map[int]int64{}, ShardOf: shardOf}
+	if o.holds {
+		f.Fences[0] = 1
+	}
+	return f
+}
+
+// ownersOnly is a ClusterStore that answers only the owners of the shards.
+type ownersOnly struct {
+	ClusterStore
+	owners map[int]string
+}
+
+func (o ownersOnly) ShardOwners(context.Context) (map[int]string, error) { return o.owners, nil }
+
+// roomOf is a member's room that polls shard 0 if active, with owners as
+// the store's owners of the shards.
+func roomOf(t *testing.T, active bool, owners map[int]string) *shards.Room {
+	t.Helper()
+	r := shards.New(shards.Options{Ownership: nameOnly{holds: active}, Store: ownersOnly{owners: owners}})
+	r.ReadOwners(t.Context())
+	drained := func(int) bool { return true }
+	if _, gained := r.Sync(r.Claims(), drained); active {
+		if took := r.TakeOver(gained, drained); len(took) != 1 {
+			t.Fatalf("shard 0 not taken over: %v", took)
+		}
+	}
+	return r
+}
 
 // heldCommit is a committer whose one commit waits until release is
 // closed: a commit in progress for as long as a test looks at it.
@@ -52,8 +90,7 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			held := heldCommit{started: make(chan struct{}), release: make(chan struct{})}
 			f := flush.New(flush.Options{Committer: held, Keep: func() int { return 0 }})
-			s := &Scheduler{own: nameOnly{}, flush: f, owners: tt.owners}
-			s.active[0] = tt.active
+			s := &Scheduler{shards: roomOf(t, tt.active, tt.owners), flush: f}
 			e := &entry{name: "src", shard: 0, sl: f.Slot("src")}
 			e.slot.Init(e)
 			if tt.busy {

@@ -6,7 +6,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,25 +13,14 @@ import (
 	"github.com/pacer-dev/pacer/store"
 )
 
-// owner is the owner of e's shard for the source object: this member for
-// the shards it polls, else the store's, nil when none or not a cluster.
-// A shard this member gave up (handed over, or its lease ran short) is
-// still its own while a poll of e runs or e's state waits for its commit:
-// the store keeps the claim until then (Drained), and the store's owners,
-// read every ownersEvery, may still name the member before this one.
-// mu held.
+// owner is the owner of e's shard for the source object (shards.Room's
+// Owner): this member while a poll of e runs or e's state waits for its
+// commit, even on a shard it gave up. mu held.
 func (s *Scheduler) owner(e *entry) *string {
-	if s.own == nil {
+	if !s.shards.Member() {
 		return nil
 	}
-	if s.active[e.shard] || e.slot.Busy() || !s.flush.Clean(e.sl) {
-		name := s.own.Name()
-		return &name
-	}
-	if name, ok := s.owners[e.shard]; ok {
-		return &name
-	}
-	return nil
+	return s.shards.Owner(e.shard, e.slot.Busy() || !s.flush.Clean(e.sl))
 }
 
 // ownsCommand reports whether this member applies c: its source is on a
@@ -40,107 +28,22 @@ func (s *Scheduler) owner(e *entry) *string {
 // member answers not_found). mu held.
 func (s *Scheduler) ownsCommand(c store.Command) bool {
 	if e := s.entries[c.Source]; e != nil && !e.removed {
-		return s.active[e.shard]
+		return s.shards.Polls(e.shard)
 	}
-	return s.own.MayStart(store.ShardOf(c.Source, ""))
-}
-
-// remoteWaits bound an operator's change made on one member for a source
-// another member owns: apply for the owner to take (claim) the command,
-// then settle for the result of one it took, as the CLI waits (cli:
-// commandWait, settleWait). The zero value is the defaults.
-type remoteWaits struct{ apply, settle time.Duration }
-
-// The defaults of remoteWaits: rule 8.5 is within 2 s, plus the commit;
-// the owner retries recording a result for up to resultWait.
-const (
-	remoteApply  = 5 * time.Second
-	remoteSettle = resultWait
-)
-
-// remoteWaitsOf is w with its defaults.
-func remoteWaitsOf(w remoteWaits) remoteWaits {
-	if w.apply <= 0 {
-		w.apply = remoteApply
-	}
-	if w.settle <= 0 {
-		w.settle = remoteSettle
-	}
-	return w
+	return s.shards.MayStart(store.ShardOf(c.Source, ""))
 }
 
 // remote applies an operator's action on a source this member does not
-// own: through the store's command queue, to its owner. It returns the
-// source as the store shows it once the owner applied it, or the owner's
-// refusal. A command ends in exactly one of two ways, as the CLI's do:
-// applied by an owner that claimed it, or withdrawn (store.ExpireCommand)
-// once no owner took it within the apply bound. A withdrawal that finds
-// the command claimed means the owner is applying it: its result is
-// awaited (within settle), never reported as applied before it is.
+// own, through its owner (shards.Room's Remote). It returns the source as
+// the store shows it once the owner applied it, or why it was not.
 func (s *Scheduler) remote(action, name, reason string) (view.SourceObject, error) {
-	w := remoteWaitsOf(s.remoteWait)
-	ctx, cancel := context.WithTimeout(context.Background(), w.apply+w.settle+time.Second)
+	w := s.shards.Waits()
+	ctx, cancel := context.WithTimeout(context.Background(), w.Bound())
 	defer cancel()
-	c := &store.Command{Source: name, Action: action, Reason: reason}
-	if err := s.cst.EnqueueCommand(ctx, c); err != nil {
-		return view.SourceObject{}, fmt.Errorf("%s %s: %w", action, name, err)
+	if err := s.shards.Remote(ctx, w, action, name, reason); err != nil {
+		return view.SourceObject{}, err
 	}
-	start := s.clock.Now()
-	var expireErr error
-	for {
-		got, err := s.cst.GetCommand(ctx, c.ID)
-		now := s.clock.Now()
-		if err == nil {
-			if done, o, err := s.remoteDone(ctx, got); done {
-				return o, err
-			}
-			if got.Status == store.CommandPending && now.Sub(start) > w.apply {
-				ok, err := s.cst.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.apply))
-				if err == nil && ok {
-					return view.SourceObject{}, fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
-						action, name, w.apply)
-				}
-				// Claimed meanwhile (its result is awaited), or the store
-				// failed: a command still pending may yet be applied.
-				expireErr = err
-			}
-		}
-		if now.Sub(start) > w.apply+w.settle || !sleep(ctx, s.clock, 50*time.Millisecond) {
-			break
-		}
-	}
-	if expireErr != nil {
-		return view.SourceObject{}, fmt.Errorf("%s %s: could not withdraw it from the store (%w): the source's owner may still apply it",
-			action, name, expireErr)
-	}
-	return view.SourceObject{}, fmt.Errorf("%s %s: the source's owner took it but did not report its result within %v",
-		action, name, w.apply+w.settle)
-}
-
-// remoteDone reports whether command c has ended, and then the source
-// object (from the store, once applied) or the error to report.
-func (s *Scheduler) remoteDone(ctx context.Context, c store.Command) (bool, view.SourceObject, error) {
-	switch {
-	case c.Status == store.CommandExpired:
-		return true, view.SourceObject{}, fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, c.Result)
-	case c.Status != store.CommandDone:
-		return false, view.SourceObject{}, nil
-	case c.Result != "":
-		return true, view.SourceObject{}, commandError(c)
-	}
-	o, err := s.storedView(ctx, c.Source)
-	return true, o, err
-}
-
-// commandError is the error of a command its owner answered with one.
-func commandError(c store.Command) error {
-	switch c.Code {
-	case "not_found":
-		return fmt.Errorf("%w: %s", ErrNotFound, c.Result)
-	case "conflict":
-		return fmt.Errorf("%w: %s", ErrConflict, c.Result)
-	}
-	return errors.New(c.Result)
+	return s.storedView(ctx, name)
 }
 
 // storedView is the source object of name from its stored state.
@@ -166,13 +69,13 @@ func (s *Scheduler) storedView(ctx context.Context, name string) (view.SourceObj
 // isRemote reports whether name is a configured source this member does
 // not poll (an operator's change goes to its owner).
 func (s *Scheduler) isRemote(name string) bool {
-	if s.own == nil {
+	if !s.shards.Member() {
 		return false
 	}
 	s.mu.Lock()
 	defer s.unlock()
 	e := s.entries[name]
-	return e != nil && !e.removed && !s.active[e.shard]
+	return e != nil && !e.removed && !s.shards.Polls(e.shard)
 }
 
 // ownedCommands keeps the commands of cmds this member applies; the others
@@ -189,19 +92,12 @@ func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 	return out
 }
 
-// activeCount is the number of shards polled.
-func (s *Scheduler) activeCount() int {
-	s.mu.Lock()
-	defer s.unlock()
-	return s.activeN
-}
-
 // remoteStates reads from the store the states of the sources of names
 // (nil: all) that this member does not poll, so that its API shows them
 // as their owners committed them; nil on a single daemon, or when the
 // store does not answer (the member's own copy is shown then).
 func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
-	if s.own == nil {
+	if !s.shards.Member() {
 		return nil
 	}
 	var dormant []string
@@ -225,13 +121,9 @@ func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	states, err := s.cst.LoadStatesOf(ctx, dormant)
+	out, err := s.shards.ReadStates(ctx, dormant)
 	if err != nil {
 		return nil
-	}
-	out := make(map[string]store.SourceState, len(states))
-	for _, st := range states {
-		out[st.Name] = st
 	}
 	return out
 }

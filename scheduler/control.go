@@ -218,10 +218,8 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 	case stopped:
 		return fmt.Errorf("shutting down")
 	}
-	if s.own != nil {
-		if err := s.own.Ready(); err != nil {
-			return err
-		}
+	if err := s.shards.Ready(); err != nil {
+		return err
 	}
 	// Store errors name the store already ("store: ...").
 	if err := s.flush.Err(); err != nil {
@@ -240,7 +238,7 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 // update, so a command is either applied and reported so or withdrawn and
 // never applied, and a trigger runs at most once.
 func (s *Scheduler) commands(ctx context.Context) {
-	if s.own == nil {
+	if !s.shards.Member() {
 		s.settleOrphans(ctx)
 	}
 	for {
@@ -254,7 +252,7 @@ func (s *Scheduler) commands(ctx context.Context) {
 			}
 			continue
 		}
-		if s.own != nil {
+		if s.shards.Member() {
 			cmds = s.ownedCommands(cmds)
 		}
 		s.applyCommands(ctx, s.claimCommands(ctx, cmds))

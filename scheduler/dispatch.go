@@ -33,7 +33,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 				s.q.Due.Schedule(&e.slot, policy.NanoKey(now.Add(commitRecheck)))
 				continue
 			}
-			if s.own != nil && !s.own.MayStart(e.shard) {
+			if !s.shards.MayStart(e.shard) {
 				// Its claim is ending: the shard goes dormant now rather
 				// than at the next look at the member's shards.
 				s.loseShard(e.shard)
@@ -127,10 +127,10 @@ func (a admission) Admit(ctx context.Context, j queue.Job[*entry]) bool {
 // keeps its way (claim requeues it). mu held.
 func (s *Scheduler) setAside(j queue.Job[*entry]) bool {
 	e := j.Source
-	if s.own == nil {
+	if !s.shards.Member() {
 		return false
 	}
-	if j.Trigger || !(s.dormant(e) || !s.own.MayStart(e.shard)) {
+	if j.Trigger || !(s.dormant(e) || !s.shards.MayStart(e.shard)) {
 		return false
 	}
 	s.q.Idle(&e.slot)

@@ -71,8 +71,8 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 // least 1). mu held once started.
 func (s *Scheduler) limitOf(cfg *config.Config) int {
 	n := s.descLimit(cfg)
-	if s.own != nil && cfg.Cluster.Concurrency > 0 {
-		n = min(n, clusterShare(cfg.Cluster.Concurrency, s.activeN))
+	if s.shards.Member() && cfg.Cluster.Concurrency > 0 {
+		n = min(n, clusterShare(cfg.Cluster.Concurrency, s.shards.Count()))
 	}
 	return n
 }
@@ -171,7 +171,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	s.flushing.spawn(s.flushing.ctx, s.flush.Run)
 	s.dispatching.spawn(s.dispatching.ctx, s.loop)
 	s.dispatching.spawn(s.dispatching.ctx, s.commands)
-	if s.own != nil {
+	if s.shards.Member() {
 		s.dispatching.spawn(s.dispatching.ctx, s.watchOwnership)
 	}
 	s.loopBeat.Store(int64(s.sinceOrigin()))

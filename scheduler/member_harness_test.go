@@ -114,7 +114,7 @@ func startMemberScheduler(t *testing.T, cfg *config.Config, st Store, own Owners
 func (s *Scheduler) polls(sh int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.active[sh]
+	return s.shards.Polls(sh)
 }
 
 // busyNow reports whether name is queued, waiting for permits or polling.

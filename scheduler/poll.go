@@ -86,7 +86,7 @@ func (s *Scheduler) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Po
 	if e.gen != j.Gen || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || e.group != j.Route[queue.KindLimit] {
 		return pollResult{}, nil, 0, false
 	}
-	if s.own != nil && !s.own.MayStart(e.shard) {
+	if !s.shards.MayStart(e.shard) {
 		// The last check before a poll starts (rule 8.3): its shard is
 		// being given back, or its claim cannot be proven.
 		s.loseShard(e.shard)

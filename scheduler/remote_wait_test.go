@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -114,7 +116,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	s := startMemberScheduler(t, cfg, hook, own, nil)
 	// The stand-in owner looks for the command every 20 ms: 2 s to take it
 	// holds on a loaded machine (300 ms did not, once).
-	s.remoteWait = remoteWaits{apply: 2 * time.Second, settle: 20 * time.Second}
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
 	late := 3500 * time.Millisecond // the owner's result, after the member's apply bound
 
 	slowOwner(t, st, hook.refused, "applied", late, func(ctx context.Context) error {
@@ -132,7 +134,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	}
 
 	// Taken and never reported: an error that says so once settle ran out.
-	s.remoteWait.settle = time.Second
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: time.Second})
 	slowOwner(t, st, hook.refused, "unreported", late, func(context.Context) error { return errNoResult }, "", "")
 	if _, err := s.Resume("unreported"); err == nil || !strings.Contains(err.Error(), "did not report its result") {
 		t.Errorf("resume never reported by its owner: %v; want an error saying so", err)
@@ -141,5 +143,64 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	// Taken by nobody: withdrawn, never applied, and reported so.
 	if _, err := s.Pause("untaken", "maintenance"); err == nil || !strings.Contains(err.Error(), "withdrawn") {
 		t.Errorf("pause no owner took: %v; want it reported withdrawn", err)
+	}
+}
+
+// staleClaim is the real store whose reads of a command show it pending
+// while its owner applies it, until a withdrawal of it was refused: reads
+// that raced the owner's claim, so that the member's withdrawal finds the
+// command claimed (ExpireCommand false). It tells the owner (refused) only
+// when the member reads the command again after that, as one that waits
+// for its result does: a member that took the refusal for "applied" is
+// never shown the owner's result.
+type staleClaim struct {
+	*store.Store
+	refused   chan uint64
+	refusedID atomic.Uint64 // the command whose withdrawal was refused (0: none)
+}
+
+func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (store.Command, error) {
+	if s.refusedID.Load() == id {
+		select {
+		case s.refused <- id:
+		default:
+		}
+	}
+	c, err := s.Store.GetCommand(ctx, id)
+	if err == nil && c.Status == store.CommandApplying && s.refusedID.Load() == 0 {
+		c.Status = store.CommandPending
+	}
+	return c, err
+}
+
+func (s *staleClaim) ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error) {
+	ok, err := s.Store.ExpireCommand(ctx, id, reason)
+	if err == nil && !ok {
+		s.refusedID.Store(id)
+	}
+	return ok, err
+}
+
+// TestRemoteCommandWaitsAfterRefusedWithdrawal: the member's withdrawal
+// of a command it saw pending after its wait for an owner finds it
+// claimed (the owner took it in between): the member waits for the
+// owner's result and reports it, never the source as stored before it.
+func TestRemoteCommandWaitsAfterRefusedWithdrawal(t *testing.T) {
+	st := openPG(t)
+	a := newClusterMember(t, st, "a")
+	runMember(t, a)
+	own := gate(a)
+	own.deny(store.ShardOf("x", ""), true) // another member's
+	hook := &staleClaim{Store: st, refused: make(chan uint64, 1)}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
+	s := startMemberScheduler(t, cfg, hook, own, nil)
+	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
+	slowOwner(t, st, hook.refused, "x", 20*time.Second, func(ctx context.Context) error {
+		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "x", Paused: true, PausedReason: "maintenance"}}}, 10)
+	}, "", "")
+	o, err := s.Pause("x", "maintenance")
+	if err != nil || o.State != policy.StatePaused {
+		t.Errorf("pause whose withdrawal found it claimed: %s, %v; want paused", o.State, err)
 	}
 }

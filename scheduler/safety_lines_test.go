@@ -23,7 +23,7 @@ const yearly = `schedule: "0 0 1 1 *"`
 // its shard without its scheduler noticing (between two of its looks at
 // the member's shards), another member takes the shard and commits, and
 // the first one claims it back, all while a pause waits in the flusher.
-// The commit fence is the take-over fence (commitFence), not the member's
+// The commit fence is the take-over fence (shards.Room.Fence), not the member's
 // current one: the pause is refused and the other member's state stays.
 func TestCommitFenceHonoursTakeOver(t *testing.T) {
 	ctx := t.Context()

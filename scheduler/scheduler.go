@@ -43,6 +43,7 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
+	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,20 +154,13 @@ type Scheduler struct {
 	started     bool
 	stopped     bool
 
-	// A cluster member's shards (cluster.go); own is nil on a single
-	// daemon. Guarded by mu, except shardNames (read by the flusher).
-	own        Ownership
-	cst        ClusterStore
-	remoteWait remoteWaits        // the waits of a change sent to an owner (zero: defaults)
-	active     [store.Shards]bool // shards whose sources are in the heap
-	activeN    int
-	byShard    [store.Shards][]*entry // rebuilt when shardDirty
+	// shards is the cluster room: the shards this member polls, their
+	// fences and owners (a single daemon's polls every shard). byShard,
+	// the entries of each shard, is rebuilt when shardDirty; guarded by
+	// mu. Lock order: mu, then the room's.
+	shards     *shards.Room
+	byShard    [store.Shards][]*entry
 	shardDirty bool
-	shardNames atomic.Pointer[map[string]int]
-	owners     map[int]string // the store's owner of each shard
-	// takenFences is, per shard, the fence it was last taken over with
-	// (cluster.go: commitFence), read by the flusher outside mu.
-	takenFences atomic.Pointer[map[int]int64]
 
 	// skew is how far the wall clock lay from the monotonic one at the
 	// last reading under mu (steps.go). Guarded by mu.

@@ -10,8 +10,6 @@ import (
 // list only shrinks. The lead empties it once the parts are merged.
 func allowed() map[string]string {
 	return map[string]string{
-		"file cluster/cluster.go":     "cluster room (scheduler/shards) splits it; issue 21 removes it",
-		"func cluster.Member.Round":   "cluster room splits the round; issue 21 removes it",
 		"fields scheduler.Scheduler":  "the scheduler split into rooms; issue 21 removes it",
 		"methods scheduler.Scheduler": "the scheduler split into rooms; issue 21 removes it",
 	}
