@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
