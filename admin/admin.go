@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // maxBody caps request bodies (a pause reason is all the API reads).
@@ -38,7 +38,7 @@ type Controller interface {
 	ExplainSources(names []string) []view.Explained
 	ExplainAll(fn func([]view.Explained) error) error
 	ExplainSource(name string) (view.Explained, error)
-	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
+	History(ctx context.Context, name string, n int) ([]domain.PollRecord, error)
 	Reset(name string) (view.SourceObject, error)
 	Pause(name, reason string) (view.SourceObject, error)
 	Resume(name string) (view.SourceObject, error)
@@ -160,7 +160,7 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := a.c.History(r.Context(), r.PathValue("name"), n)
 	if recs == nil {
-		recs = []store.PollRecord{}
+		recs = []domain.PollRecord{}
 	}
 	a.answer(w, http.StatusOK, recs, err)
 }

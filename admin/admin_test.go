@@ -28,6 +28,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/policy"
@@ -273,13 +274,13 @@ func jsonError(t *testing.T, what string, a answer, code int) {
 // daemon's view and the store's rows.
 type snapshot struct {
 	api     []view.SourceObject
-	stored  []store.SourceState
-	history map[string][]store.PollRecord
+	stored  []domain.SourceState
+	history map[string][]domain.PollRecord
 }
 
 func (f *fixture) snapshot() snapshot {
 	f.t.Helper()
-	s := snapshot{api: f.sched.Sources(), history: map[string][]store.PollRecord{}}
+	s := snapshot{api: f.sched.Sources(), history: map[string][]domain.PollRecord{}}
 	var err error
 	if s.stored, err = f.st.LoadStates(context.Background()); err != nil {
 		f.t.Fatal(err)

@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // ClusterView is what GET /api/cluster shows: the live members of the
 // cluster this daemon belongs to (contract rule 8.6).
 type ClusterView interface {
-	ClusterMembers(ctx context.Context) ([]store.Member, error)
+	ClusterMembers(ctx context.Context) ([]domain.Member, error)
 }
 
 // memberJSON is a member as GET /api/cluster shows it.

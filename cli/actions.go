@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -171,7 +172,7 @@ func pastTense(action string) string {
 
 // viaDaemon queues the command for the running daemon and waits for it.
 func viaDaemon(ctx context.Context, st *store.Store, pid int, action, name, reason string) error {
-	c := &store.Command{Source: name, Action: action, Reason: reason}
+	c := &domain.Command{Source: name, Action: action, Reason: reason}
 	if err := st.EnqueueCommand(ctx, c); err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ type commandWaits struct{ apply, settle, poll time.Duration }
 // applies only what it claimed (store.ClaimCommand); the two conditional
 // updates exclude each other, so when the withdrawal finds the command
 // claimed, the daemon's result is awaited instead of reporting a failure.
-func awaitCommand(ctx context.Context, st *store.Store, pid int, c *store.Command, w commandWaits) error {
+func awaitCommand(ctx context.Context, st *store.Store, pid int, c *domain.Command, w commandWaits) error {
 	start := time.Now()
 	deadline, hard := start.Add(w.apply), start.Add(w.apply+w.settle)
 	var expireErr error
@@ -205,13 +206,13 @@ func awaitCommand(ctx context.Context, st *store.Store, pid int, c *store.Comman
 		}
 		now := time.Now()
 		switch {
-		case got.DoneAt != nil && got.Status == store.CommandExpired:
+		case got.DoneAt != nil && got.Status == domain.CommandExpired:
 			return fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, got.Result)
 		case got.DoneAt != nil && got.Result != "":
 			return errors.New(got.Result)
 		case got.DoneAt != nil:
 			return nil
-		case got.Status == store.CommandPending && now.After(deadline):
+		case got.Status == domain.CommandPending && now.After(deadline):
 			ok, err := st.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no daemon took it within %s", w.apply))
 			if err == nil && ok {
 				return fmt.Errorf("the running daemon (pid %d) did not take %s %s within %s: it was withdrawn and will not be applied",
@@ -252,11 +253,11 @@ func direct(ctx context.Context, st *store.Store, cfg *config.Config, action, na
 		// daemon's (a variable or a PATH only the daemon has, see
 		// config.Options.ForStore); the daemon takes its own for a row
 		// without one rather than see a changed configuration.
-		cur = store.SourceState{Name: name}
+		cur = domain.SourceState{Name: name}
 	}
 	next, err := policy.ApplyAction(action, src, cur, reason, time.Now())
 	if err != nil {
 		return err
 	}
-	return st.SaveBatch(ctx, []store.SourceState{next}, nil, cfg.History.Keep)
+	return st.SaveBatch(ctx, []domain.SourceState{next}, nil, cfg.History.Keep)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/cluster"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
@@ -50,7 +51,7 @@ func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **sc
 		Stats:       func() (int, int) { return (*sched).ClusterStats() },
 		Logger:      log,
 
-		// The scheduler's shards (store.ShardOf with the limits group).
+		// The scheduler's shards (domain.ShardOf with the limits group).
 		ShardSources: shardSources(cfg),
 	})
 	if err != nil {
@@ -81,7 +82,7 @@ func (mb *member) leave() {
 }
 
 // ClusterMembers lists the live members (GET /api/cluster).
-func (mb *member) ClusterMembers(ctx context.Context) ([]store.Member, error) {
+func (mb *member) ClusterMembers(ctx context.Context) ([]domain.Member, error) {
 	return mb.st.Members(ctx, mb.lease)
 }
 
@@ -121,7 +122,7 @@ func sourcesFingerprint(cfg *config.Config) string {
 func shardSources(cfg *config.Config) map[int]int {
 	out := map[int]int{}
 	for i := range cfg.Sources {
-		out[store.ShardOf(cfg.Sources[i].Name, cfg.Sources[i].Limit)]++
+		out[domain.ShardOf(cfg.Sources[i].Name, cfg.Sources[i].Limit)]++
 	}
 	return out
 }
@@ -162,7 +163,7 @@ func clusterOwners(cfg *config.Config) (shardOwners, error) {
 
 // of is the owner of src (nil: none, or not a cluster).
 func (o shardOwners) of(src *config.Source) *string {
-	if name, ok := o[store.ShardOf(src.Name, src.Limit)]; ok {
+	if name, ok := o[domain.ShardOf(src.Name, src.Limit)]; ok {
 		return &name
 	}
 	return nil

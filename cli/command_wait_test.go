@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the lock holder's own connection
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -66,7 +67,7 @@ func TestCommandReportedFailedIsNeverApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &store.Command{Source: "s11", Action: "pause"}
+		c := &domain.Command{Source: "s11", Action: "pause"}
 		if err := cliStore.EnqueueCommand(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +122,7 @@ func TestCommandReportedFailedIsNeverApplied(t *testing.T) {
 		case err != nil && !strings.Contains(err.Error(), "will not be applied"):
 			t.Errorf("run %d: the CLI's failure %q does not say the command was withdrawn", i, err)
 		}
-		if err != nil && got.Status != store.CommandExpired || err == nil && got.Status != store.CommandDone {
+		if err != nil && got.Status != domain.CommandExpired || err == nil && got.Status != domain.CommandDone {
 			t.Errorf("run %d: CLI said %v, command status %q", i, err, got.Status)
 		}
 		if err := cliStore.Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -84,13 +85,13 @@ func openExisting(cfg *config.Config) (*store.Store, error) {
 
 // readStates reads the stored states of every source, or of only, by name
 // (none before the store exists: openExisting).
-func readStates(cfg *config.Config, only *config.Source) (map[string]store.SourceState, error) {
+func readStates(cfg *config.Config, only *config.Source) (map[string]domain.SourceState, error) {
 	st, err := openExisting(cfg)
 	if err != nil || st == nil {
 		return nil, err
 	}
 	defer st.Close()
-	var states []store.SourceState
+	var states []domain.SourceState
 	if only != nil {
 		// One source: one row, not the whole table.
 		s, found, err := st.GetState(context.Background(), only.Name)
@@ -103,7 +104,7 @@ func readStates(cfg *config.Config, only *config.Source) (map[string]store.Sourc
 	} else if states, err = st.LoadStates(context.Background()); err != nil {
 		return nil, err
 	}
-	byName := make(map[string]store.SourceState, len(states))
+	byName := make(map[string]domain.SourceState, len(states))
 	for _, s := range states {
 		byName[s.Name] = s
 	}
@@ -114,12 +115,12 @@ func readStates(cfg *config.Config, only *config.Source) (map[string]store.Sourc
 // of a source from its stored state at now; a source never stored is
 // pending. The daemon's queues are not in the store: Explain gets no
 // QueueInfo.
-func statusView(cfg *config.Config, byName map[string]store.SourceState, owners shardOwners, now time.Time) func(*config.Source) view.Explained {
+func statusView(cfg *config.Config, byName map[string]domain.SourceState, owners shardOwners, now time.Time) func(*config.Source) view.Explained {
 	redact := cfg.Redactor().Redact
 	return func(src *config.Source) view.Explained {
 		s, ok := byName[src.Name]
 		if !ok {
-			s = store.SourceState{Name: src.Name}
+			s = domain.SourceState{Name: src.Name}
 		}
 		o := view.Explained{SourceObject: view.View(src, &s, now, redact),
 			Why: view.Explain(src, &s, now, view.QueueInfo{}, redact)}
@@ -205,7 +206,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	if _, ok := cfg.Source(pos[0]); !ok {
 		return fmt.Errorf("unknown source %q", pos[0])
 	}
-	var recs []store.PollRecord
+	var recs []domain.PollRecord
 	st, err := openExisting(cfg)
 	if err != nil {
 		return err
@@ -223,7 +224,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	}
 	if *asJSON {
 		if recs == nil {
-			recs = []store.PollRecord{}
+			recs = []domain.PollRecord{}
 		}
 		return printJSON(env.Stdout, recs)
 	}
@@ -232,7 +233,7 @@ func cmdHistory(args []string, env Env) (err error) {
 }
 
 // printHistoryTable prints poll records as an aligned table.
-func printHistoryTable(w io.Writer, recs []store.PollRecord) {
+func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
 	for _, r := range recs {

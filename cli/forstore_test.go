@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -32,7 +33,7 @@ func runCLI(env map[string]string, args ...string) (int, string, string) {
 }
 
 // storedState reads a source's row from the store (t fails on an error).
-func storedState(t *testing.T, dsn, name string) (store.SourceState, bool) {
+func storedState(t *testing.T, dsn, name string) (domain.SourceState, bool) {
 	t.Helper()
 	st, err := store.Open(dsn, store.Options{})
 	if err != nil {

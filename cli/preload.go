@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -19,7 +20,7 @@ type preload struct {
 	done chan struct{}
 	// Set by the goroutine before done is closed.
 	lock   *store.Lock
-	states []store.SourceState
+	states []domain.SourceState
 }
 
 // startPreload starts reading the states of the store that configPath
@@ -58,7 +59,7 @@ func startPreload(configPath string, lookup func(string) (string, bool)) *preloa
 // take waits for the preload and, if it read the store at path, hands over
 // its lock (nil if it could not take it) and the states (nil if it could
 // not read them). Otherwise it releases what it holds and returns nils.
-func (p *preload) take(path string) (*store.Lock, []store.SourceState) {
+func (p *preload) take(path string) (*store.Lock, []domain.SourceState) {
 	if p == nil {
 		return nil, nil
 	}

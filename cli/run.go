@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/dashboard"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/notify"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/sources"
@@ -219,7 +220,7 @@ func (d *runner) closeListener() {
 // some), the cluster member and the admin server, in that order, the
 // signal handlers being in place (newRunner): READY=1 follows once every
 // source is loaded.
-func (d *runner) start(states []store.SourceState) error {
+func (d *runner) start(states []domain.SourceState) error {
 	var err error
 	if states != nil {
 		err = d.sched.StartFrom(states)

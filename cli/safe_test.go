@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -91,10 +92,10 @@ func TestStatusAndHistoryEscapeControls(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	code := 500
-	err = st.SaveBatch(context.Background(), []store.SourceState{
+	err = st.SaveBatch(context.Background(), []domain.SourceState{
 		{Name: "up", ConsecutiveFailures: 1, LastError: lastErr, LastRunAt: &now, PollsTotal: 1, FailuresTotal: 1, HistorySeq: 1},
 		{Name: "held", Paused: true, PausedReason: reason},
-	}, []store.PollRecord{{Source: "up", Seq: 1, StartedAt: now, Outcome: "failure", Error: lastErr, StatusCode: &code}}, 100)
+	}, []domain.PollRecord{{Source: "up", Seq: 1, StartedAt: now, Outcome: "failure", Error: lastErr, StatusCode: &code}}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestStatusAndHistoryEscapeControls(t *testing.T) {
 		}
 	}
 	out = run("history", "-json", "up")
-	var recs []store.PollRecord
+	var recs []domain.PollRecord
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 1 || recs[0].Error != lastErr || rawControl(out) {
 		t.Errorf("history -json: %v, want one record with the error as stored:\n%q", err, out)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/cluster"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestCandidates: while configs differ, a shard may go only to the members
@@ -35,7 +35,7 @@ func TestCandidates(t *testing.T) {
 // plainShard is a shard that cluster.Assign gives to owner among live.
 func plainShard(t *testing.T, owner string, live ...string) int {
 	t.Helper()
-	for sh := range store.Shards {
+	for sh := range domain.Shards {
 		if cluster.Assign(live, sh) == owner {
 			return sh
 		}

@@ -28,13 +28,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // Store is what a member needs of the store.
 type Store interface {
-	Heartbeat(ctx context.Context, m store.Member, lease time.Duration) ([]store.Member, error)
-	ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]store.Claim, error)
+	Heartbeat(ctx context.Context, m domain.Member, lease time.Duration) ([]domain.Member, error)
+	ClaimShards(ctx context.Context, member string, lease time.Duration, want, release []int) ([]domain.Claim, error)
 	LeaveCluster(ctx context.Context, member string) error
 	PublishShardSources(ctx context.Context, member string, counts map[int]int) error
 	ShardSources(ctx context.Context, members []string) (map[string]map[int]int, error)
@@ -51,7 +52,7 @@ type Options struct {
 	// others (a member with another one is warned about).
 	Fingerprint string
 	// ShardSources is the number of the member's configured sources on
-	// each shard (store.ShardOf with their limits group). Published to
+	// each shard (domain.ShardOf with their limits group). Published to
 	// the others, it gives each shard to a member that has its sources
 	// while the members' configs differ (Candidates). nil: not published.
 	ShardSources map[int]int
@@ -227,11 +228,11 @@ func (m *Member) Shards() []int {
 
 // Fence returns what the member's commits are conditional on
 // (store.SaveBatchFenced): its current claims, and shardOf to place a
-// source (store.ShardOf with the source's limits group).
-func (m *Member) Fence(shardOf func(source string) int) store.Fence {
+// source (domain.ShardOf with the source's limits group).
+func (m *Member) Fence(shardOf func(source string) int) domain.Fence {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f := store.Fence{Member: m.opt.Name, Fences: make(map[int]int64, len(m.claims)), ShardOf: shardOf}
+	f := domain.Fence{Member: m.opt.Name, Fences: make(map[int]int64, len(m.claims)), ShardOf: shardOf}
 	for sh, h := range m.claims {
 		f.Fences[sh] = h.fence
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pacer-dev/pacer/cluster"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -68,7 +69,7 @@ func settle(t *testing.T, timeout time.Duration, names []string, ms ...*cluster.
 			}
 		}
 		o := owners(ms...)
-		done := len(o) == store.Shards
+		done := len(o) == domain.Shards
 		for sh, who := range o {
 			if len(who) > 1 {
 				t.Fatalf("a shard has %d owners: %v", len(who), who)
@@ -79,7 +80,7 @@ func settle(t *testing.T, timeout time.Duration, names []string, ms ...*cluster.
 			return o
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d shards owned after %v", len(o), store.Shards, timeout)
+			t.Fatalf("%d of %d shards owned after %v", len(o), domain.Shards, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -91,7 +92,7 @@ func TestAssign(t *testing.T) {
 	}
 	three, four := []string{"a", "b", "c"}, []string{"a", "b", "c", "d"}
 	moved, count := 0, map[string]int{}
-	for sh := range store.Shards {
+	for sh := range domain.Shards {
 		x, y := cluster.Assign(three, sh), cluster.Assign(four, sh)
 		count[x]++
 		if x != y {
@@ -101,12 +102,12 @@ func TestAssign(t *testing.T) {
 			}
 		}
 	}
-	if moved < store.Shards/8 || moved > store.Shards*3/8 {
+	if moved < domain.Shards/8 || moved > domain.Shards*3/8 {
 		t.Errorf("%d shards moved when a fourth member joined, want about a quarter", moved)
 	}
 	for name, n := range count {
-		if n < store.Shards/6 {
-			t.Errorf("%s got %d of %d shards among three", name, n, store.Shards)
+		if n < domain.Shards/6 {
+			t.Errorf("%s got %d of %d shards among three", name, n, domain.Shards)
 		}
 	}
 }
@@ -146,8 +147,8 @@ func TestMembersShareAndTakeOver(t *testing.T) {
 	if err := a.Round(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(a.Shards()); n != store.Shards {
-		t.Errorf("a owns %d shards right after b left, want %d", n, store.Shards)
+	if n := len(a.Shards()); n != domain.Shards {
+		t.Errorf("a owns %d shards right after b left, want %d", n, domain.Shards)
 	}
 }
 
@@ -167,7 +168,7 @@ func TestCutOffMemberStopsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := cut.Shards()
-	if len(mine) != store.Shards {
+	if len(mine) != domain.Shards {
 		t.Fatalf("cut owns %d shards alone, want all", len(mine))
 	}
 	// Cut off: every call of cut fails from now on.
@@ -223,7 +224,7 @@ func TestShardGivenBackOnceDrained(t *testing.T) {
 	if err := a.Round(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(a.Shards()); n != store.Shards || a.Ready() != nil {
+	if n := len(a.Shards()); n != domain.Shards || a.Ready() != nil {
 		t.Fatalf("a alone: %d shards, ready %v", n, a.Ready())
 	}
 	for range 2 {
@@ -234,7 +235,7 @@ func TestShardGivenBackOnceDrained(t *testing.T) {
 		}
 	}
 	names := []string{"a", "b"}
-	for sh := range store.Shards {
+	for sh := range domain.Shards {
 		if cluster.Assign(names, sh) == "b" && (a.MayStart(sh) || b.MayStart(sh)) {
 			t.Fatalf("shard %d of b before a drained it: a may start %v, b %v", sh, a.MayStart(sh), b.MayStart(sh))
 		}
@@ -355,8 +356,8 @@ func TestOutageKeepsShares(t *testing.T) {
 	if err := b.Round(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if o := owners(a, b); len(o) != store.Shards {
-		t.Errorf("after one round each, %d of %d shards owned", len(o), store.Shards)
+	if o := owners(a, b); len(o) != domain.Shards {
+		t.Errorf("after one round each, %d of %d shards owned", len(o), domain.Shards)
 	}
 	for name, m := range map[string]*cluster.Member{"a": a, "b": b} {
 		for sh, fe := range fence(m) {

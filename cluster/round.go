@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Round is one round of the member: heartbeat, then claims (release what
@@ -52,7 +52,7 @@ func (m *Member) Round(ctx context.Context) error {
 // heartbeat measures the clock offset and records the member's heartbeat,
 // with what it shows the others; it returns the live members the store
 // knows and the member's sources config fingerprint.
-func (m *Member) heartbeat(ctx context.Context) ([]store.Member, string, error) {
+func (m *Member) heartbeat(ctx context.Context) ([]domain.Member, string, error) {
 	var owned, inflight int
 	if m.opt.Stats != nil {
 		owned, inflight = m.opt.Stats()
@@ -64,14 +64,14 @@ func (m *Member) heartbeat(ctx context.Context) ([]store.Member, string, error) 
 	m.mu.Lock()
 	fp := m.opt.Fingerprint
 	m.mu.Unlock()
-	members, err := m.st.Heartbeat(ctx, store.Member{Name: m.opt.Name, StartedAt: m.startedAt,
+	members, err := m.st.Heartbeat(ctx, domain.Member{Name: m.opt.Name, StartedAt: m.startedAt,
 		ConfigFingerprint: fp, OwnedSources: owned, Inflight: inflight, ClockOffsetMs: off.Milliseconds()}, m.opt.Lease)
 	return members, fp, err
 }
 
 // liveOf is the list of live members a round works with (liveAfter), from
 // the store's, this member among them.
-func (m *Member) liveOf(members []store.Member) []string {
+func (m *Member) liveOf(members []domain.Member) []string {
 	live := make([]string, 0, len(members))
 	for _, mb := range members {
 		live = append(live, mb.Name)
@@ -90,7 +90,7 @@ func (m *Member) liveOf(members []store.Member) []string {
 func (m *Member) share(live []string, has map[string]map[int]int) (want, leaving []int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for sh := range store.Shards {
+	for sh := range domain.Shards {
 		h, have := m.claims[sh]
 		if Assign(Candidates(live, has, sh), sh) == m.opt.Name {
 			want = append(want, sh)
@@ -168,7 +168,7 @@ func (m *Member) publish(ctx context.Context) error {
 // their heartbeats; fp: this member's), how many sources each member of
 // live has on each shard; nil while they agree (every member has the same
 // sources: any may own any shard).
-func (m *Member) holders(ctx context.Context, members []store.Member, live []string, fp string) (map[string]map[int]int, error) {
+func (m *Member) holders(ctx context.Context, members []domain.Member, live []string, fp string) (map[string]map[int]int, error) {
 	differ := false
 	for _, mb := range members {
 		differ = differ || (fp != "" && mb.ConfigFingerprint != "" && mb.ConfigFingerprint != fp)
@@ -209,7 +209,7 @@ const fingerprintWarnEvery = time.Minute
 
 // warnFingerprints logs, at most once every fingerprintWarnEvery, the
 // live members whose sources config differs from this member's.
-func (m *Member) warnFingerprints(members []store.Member, fp string) {
+func (m *Member) warnFingerprints(members []domain.Member, fp string) {
 	now := m.opt.Now()
 	m.mu.Lock()
 	due := m.warnedAt.IsZero() || now.Sub(m.warnedAt) >= fingerprintWarnEvery

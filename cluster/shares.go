@@ -6,7 +6,7 @@ package cluster
 import (
 	"strconv"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Assign is the member, among live, that shard belongs to: the one with
@@ -15,7 +15,7 @@ func Assign(live []string, shard int) string {
 	best, bestH := "", uint64(0)
 	suffix := "\x00" + strconv.Itoa(shard)
 	for _, name := range live {
-		if v := store.NameHash(name + suffix); best == "" || v > bestH || (v == bestH && name < best) {
+		if v := domain.NameHash(name + suffix); best == "" || v > bestH || (v == bestH && name < best) {
 			best, bestH = name, v
 		}
 	}

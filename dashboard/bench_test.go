@@ -11,9 +11,9 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/dashboard"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // fakeController is a daemon of n sources held in memory, for the
@@ -22,7 +22,7 @@ import (
 type fakeController struct {
 	rows []srcview.Row
 	objs map[string]srcview.Explained
-	hist []store.PollRecord
+	hist []domain.PollRecord
 }
 
 var _ dashboard.Controller = (*fakeController)(nil)
@@ -45,9 +45,9 @@ func newFake(n int) *fakeController {
 		}
 	}
 	for i := range 20 {
-		rec := store.PollRecord{StartedAt: now.Add(-time.Duration(i) * time.Minute), DurationMs: 120, Outcome: store.OutcomeSuccess}
+		rec := domain.PollRecord{StartedAt: now.Add(-time.Duration(i) * time.Minute), DurationMs: 120, Outcome: domain.OutcomeSuccess}
 		if i%4 == 0 { // a quarter of the polls failed
-			rec.Outcome, rec.Error = store.OutcomeFailure, "GET https://example.com/x: 502 Bad Gateway"
+			rec.Outcome, rec.Error = domain.OutcomeFailure, "GET https://example.com/x: 502 Bad Gateway"
 		}
 		f.hist = append(f.hist, rec)
 	}
@@ -68,11 +68,11 @@ func (f *fakeController) ExplainSource(name string) (srcview.Explained, error) {
 func (f *fakeController) SourceConfig(name string) (config.Source, *config.Redactor, error) {
 	return config.Source{Name: name, Type: "http", URL: "https://example.com/"}, nil, nil
 }
-func (f *fakeController) History(context.Context, string, int) ([]store.PollRecord, error) {
+func (f *fakeController) History(context.Context, string, int) ([]domain.PollRecord, error) {
 	return f.hist, nil
 }
-func (f *fakeController) Histories(_ context.Context, names []string, _ int) (map[string][]store.PollRecord, error) {
-	out := make(map[string][]store.PollRecord, len(names))
+func (f *fakeController) Histories(_ context.Context, names []string, _ int) (map[string][]domain.PollRecord, error) {
+	out := make(map[string][]domain.PollRecord, len(names))
 	for _, n := range names {
 		out[n] = f.hist
 	}

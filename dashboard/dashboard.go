@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 //go:embed templates/*.html
@@ -43,8 +43,8 @@ type Controller interface {
 	ExplainSources(names []string) []srcview.Explained
 	ExplainSource(name string) (srcview.Explained, error)
 	SourceConfig(name string) (config.Source, *config.Redactor, error)
-	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
-	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
+	History(ctx context.Context, name string, n int) ([]domain.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error)
 	Reset(name string) (srcview.SourceObject, error)
 	Pause(name, reason string) (srcview.SourceObject, error)
 	Resume(name string) (srcview.SourceObject, error)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // ClusterView lists the live members of the cluster this daemon belongs
 // to (contract 11.1: the overview shows them on a cluster). The daemon
 // passes its cluster member; nil on a single daemon.
 type ClusterView interface {
-	ClusterMembers(ctx context.Context) ([]store.Member, error)
+	ClusterMembers(ctx context.Context) ([]domain.Member, error)
 }
 
 // memberView is a member as the overview shows it.

@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/dashboard"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // clusterMembers is a cluster's member list as the daemon's member reads
 // it from the store.
 type clusterMembers struct {
-	ms  []store.Member
+	ms  []domain.Member
 	err error
 }
 
-func (c clusterMembers) ClusterMembers(context.Context) ([]store.Member, error) { return c.ms, c.err }
+func (c clusterMembers) ClusterMembers(context.Context) ([]domain.Member, error) { return c.ms, c.err }
 
 // TestOverviewMembers: on a cluster the overview (and its refreshed part)
 // lists the members with their sources and polls in flight (contract
@@ -43,7 +43,7 @@ func TestOverviewMembers(t *testing.T) {
 		}
 		return w.Body.String()
 	}
-	two := clusterMembers{ms: []store.Member{
+	two := clusterMembers{ms: []domain.Member{
 		{Name: "alpha-1", OwnedSources: 120, Inflight: 3, LastSeenAt: seen},
 		{Name: "beta-<2>", OwnedSources: 180, Inflight: 0, LastSeenAt: seen},
 	}}

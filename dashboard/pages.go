@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // stripLen and historyLen are the records shown per row and on a source page.
@@ -215,7 +215,7 @@ func columns(q listQuery) []column {
 
 // strip is a row's last polls (recs, newest first) oldest first (newest
 // on the right).
-func strip(recs []store.PollRecord) []stripItem {
+func strip(recs []domain.PollRecord) []stripItem {
 	out := make([]stripItem, len(recs))
 	for i, rec := range recs {
 		// Short: 20 of them per row make most of the page's weight.
@@ -233,7 +233,7 @@ type sourcePage struct {
 	base
 	Source   srcview.Explained
 	Settings []setting
-	History  []store.PollRecord
+	History  []domain.PollRecord
 	Strip    []stripItem
 }
 

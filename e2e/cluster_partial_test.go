@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/cluster"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // elsewhere is the first of prefix0, prefix1, ... whose shard the plain
@@ -20,7 +20,7 @@ func elsewhere(t *testing.T, prefix, other string, live ...string) string {
 	t.Helper()
 	for i := range 1000 {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		if cluster.Assign(live, store.ShardOf(name, "")) == other {
+		if cluster.Assign(live, domain.ShardOf(name, "")) == other {
 			return name
 		}
 	}

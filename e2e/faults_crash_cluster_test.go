@@ -16,7 +16,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 const (
@@ -302,7 +302,7 @@ func claimedSources(t *testing.T, db *sql.DB, victim string, srcs []crashSrc) ma
 	}
 	owned := map[string]bool{}
 	for _, s := range srcs {
-		if held[store.ShardOf(s.name, "")] {
+		if held[domain.ShardOf(s.name, "")] {
 			owned[s.name] = true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestBackoffCutShortOnceTheTargetAnswers, on a fake clock: after an
@@ -22,7 +22,7 @@ func TestBackoffCutShortOnceTheTargetAnswers(t *testing.T) {
 	// b and c failed often during a long outage: their next attempts lie
 	// 4 minutes on.
 	now := clock.Now()
-	evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: now, Until: now.Add(time.Minute), Limit: 3})
+	evs, err := st.ClaimEvents(t.Context(), domain.EventClaim{Member: "t", Now: now, Until: now.Add(time.Minute), Limit: 3})
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("claim: %v, %v", evs, err)
 	}
@@ -62,7 +62,7 @@ func TestSoleSenderReleasesClaimsAtStart(t *testing.T) {
 		st := openStore(t)
 		commitEvents(t, st, []string{"a"}, 1)
 		now := time.Now()
-		if evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "killed", Now: now, Until: now.Add(time.Hour), Limit: 1}); err != nil || len(evs) != 1 {
+		if evs, err := st.ClaimEvents(t.Context(), domain.EventClaim{Member: "killed", Now: now, Until: now.Add(time.Hour), Limit: 1}); err != nil || len(evs) != 1 {
 			t.Fatalf("claim: %v, %v", evs, err)
 		}
 		rc := &receiver{}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -55,11 +56,11 @@ const DefaultInterval = 500 * time.Millisecond
 
 // Outbox is what the sender needs of the store.
 type Outbox interface {
-	ClaimEvents(ctx context.Context, c store.EventClaim) ([]store.Event, error)
+	ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.Event, error)
 	EventSent(ctx context.Context, id string) error
 	EventFailed(ctx context.Context, id string, next time.Time) error
-	DropEvents(ctx context.Context, before, now time.Time) ([]store.Event, error)
-	TrimEvents(ctx context.Context, keep int, now time.Time) ([]store.Event, error)
+	DropEvents(ctx context.Context, before, now time.Time) ([]domain.Event, error)
+	TrimEvents(ctx context.Context, keep int, now time.Time) ([]domain.Event, error)
 	PendingEvents(ctx context.Context) (int, error)
 	RetryEventsNow(ctx context.Context, now time.Time, releaseClaims bool) (int64, error)
 }
@@ -144,7 +145,7 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 
 // job is one claimed event and the settings it is delivered with.
 type job struct {
-	ev  store.Event
+	ev  domain.Event
 	set *settings
 }
 
@@ -291,7 +292,7 @@ func (s *Sender) pass(housekeep bool) {
 	if idle == 0 {
 		return
 	}
-	evs, err := s.ob.ClaimEvents(ctx, store.EventClaim{Member: s.member, Now: now, Until: now.Add(s.budget(set.n) + claimMargin), Limit: idle})
+	evs, err := s.ob.ClaimEvents(ctx, domain.EventClaim{Member: s.member, Now: now, Until: now.Add(s.budget(set.n) + claimMargin), Limit: idle})
 	if err != nil {
 		s.storeError("claim", err)
 		return

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -35,14 +36,14 @@ func openStore(t *testing.T) *store.Store {
 // "001" ... in order.
 func commitEvents(t *testing.T, st *store.Store, sources []string, n int) {
 	t.Helper()
-	var evs []store.Event
+	var evs []domain.Event
 	for i := range n {
 		for _, src := range sources {
-			evs = append(evs, store.Event{Source: src, Event: fmt.Sprintf("%03d", i), State: "error", PreviousState: "backoff",
+			evs = append(evs, domain.Event{Source: src, Event: fmt.Sprintf("%03d", i), State: "error", PreviousState: "backoff",
 				Reason: "2 consecutive failures", ConsecutiveFailures: 2, At: time.Now()})
 		}
 	}
-	if err := st.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+	if err := st.Commit(t.Context(), domain.Batch{Events: evs}, 10); err != nil {
 		t.Fatal(err)
 	}
 }

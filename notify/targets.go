@@ -14,8 +14,8 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // maxAnswer bounds what is kept of a command's
@@ -35,7 +35,7 @@ type payload struct {
 }
 
 // Marshal is the JSON body of ev that every target gets.
-func Marshal(ev store.Event) ([]byte, error) {
+func Marshal(ev domain.Event) ([]byte, error) {
 	b, err := json.Marshal(payload{
 		ID: ev.ID, Event: ev.Event, Source: ev.Source, State: ev.State, PreviousState: ev.PreviousState,
 		Reason: ev.Reason, ConsecutiveFailures: ev.ConsecutiveFailures, At: ev.At.UTC(),

@@ -6,9 +6,9 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/queue"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // This file holds the read-only views of the running scheduler that the
@@ -127,7 +127,7 @@ func (s *Scheduler) ExplainAll(fn func([]view.Explained) error) error {
 
 // explain appends the source objects of es, with their explanations, to
 // out. mu held.
-func (s *Scheduler) explain(es []*entry, remote map[string]store.SourceState, out []view.Explained) []view.Explained {
+func (s *Scheduler) explain(es []*entry, remote map[string]domain.SourceState, out []view.Explained) []view.Explained {
 	now := s.clock.Now()
 	qs := s.queueInfo(es)
 	for _, e := range es {
@@ -164,7 +164,7 @@ func (s *Scheduler) ExplainSource(name string) (view.Explained, error) {
 // (the others are left out), the stored records read over one connection
 // of the store (store.Histories): the dashboard's table shows the last
 // polls of each of its rows.
-func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error) {
+func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
 	known := make([]string, 0, len(names))
 	s.mu.Lock()
 	for _, name := range names {
@@ -174,7 +174,7 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 	}
 	s.unlock()
 	n = max(min(n, int(s.keep.Load())), 0)
-	out := make(map[string][]store.PollRecord, len(known))
+	out := make(map[string][]domain.PollRecord, len(known))
 	var read []string // those with fewer than n records pending
 	for _, name := range known {
 		out[name] = s.flush.PendingRecords(name)

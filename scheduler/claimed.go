@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // The polls in flight, as the shutdown sees them: a claimed poll is in the
@@ -28,16 +28,16 @@ func (s *Scheduler) abandonPolls(now time.Time) int {
 	polls := s.q.Abandon()
 	for _, a := range polls {
 		e := a.Source
-		o := policy.Outcome{Kind: store.OutcomeInterrupted, Start: a.ClaimedAt.Truncate(time.Microsecond),
+		o := policy.Outcome{Kind: domain.OutcomeInterrupted, Start: a.ClaimedAt.Truncate(time.Microsecond),
 			End: now.Truncate(time.Microsecond), Err: abandonedError, Brk: breaker.Snapshot{State: breaker.Closed}}
 		if e.brk != nil {
 			o.Brk = e.brk.Snapshot()
 		}
 		s.m.poll(o.Kind).Inc()
-		rec := &store.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(a.ClaimedAt).Milliseconds(),
+		rec := &domain.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(a.ClaimedAt).Milliseconds(),
 			Outcome: o.Kind, Error: o.Err}
 		s.q.Idle(&e.slot)
-		var evs []store.Event
+		var evs []domain.Event
 		if a.Gen == e.gen {
 			evs = s.applyPoll(e, e.brk, o)
 		}

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/shards"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // A scheduler that is a member of a cluster (contract section 8) polls only
 // the sources of the shards its member holds and may start. Each entry has
-// its shard (store.ShardOf with its limits group); the entries of the
+// its shard (domain.ShardOf with its limits group); the entries of the
 // shards it may not start are dormant: out of the heap, their polls in
 // flight left to finish. A shard gained is taken over from the store: its
 // sources' states are read again (LoadStatesOf) before they enter the
@@ -172,7 +172,7 @@ func (s *Scheduler) syncShards(ctx context.Context) {
 // takeOver activates the shards gained that the member may still start,
 // with their sources' stored states; it returns the number taken over.
 // mu held.
-func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) int {
+func (s *Scheduler) takeOver(gained []int, stored map[string]domain.SourceState) int {
 	if s.stopped {
 		return 0
 	}
@@ -195,7 +195,7 @@ func (s *Scheduler) takeOver(gained []int, stored map[string]store.SourceState) 
 // adopt gives e the state its previous owner committed: backoff, breaker,
 // error and pause (rule 8.4). A state written under another sources config
 // starts clean, as after a reload (rule 3.7). mu held.
-func (s *Scheduler) adopt(e *entry, st store.SourceState, now time.Time) {
+func (s *Scheduler) adopt(e *entry, st domain.SourceState, now time.Time) {
 	st.Name = e.name
 	e.st, e.brk, e.localErrs, e.resetPending = st, nil, 0, false
 	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {

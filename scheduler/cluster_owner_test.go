@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/shards"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // nameOnly is an Ownership of which owner uses the name, and which holds
@@ -21,8 +21,8 @@ type nameOnly struct {
 func (nameOnly) Name() string                    { return "me" }
 func (o nameOnly) MayStart(sh int) bool          { return o.holds && sh == 0 }
 func (nameOnly) StatementTimeout() time.Duration { return time.Second }
-func (o nameOnly) Fence(shardOf func(string) int) store.Fence {
-	f := store.Fence{Member: "me", Fences: map[int]int64{}, ShardOf: shardOf}
+func (o nameOnly) Fence(shardOf func(string) int) domain.Fence {
+	f := domain.Fence{Member: "me", Fences: map[int]int64{}, ShardOf: shardOf}
 	if o.holds {
 		f.Fences[0] = 1
 	}
@@ -56,7 +56,7 @@ func roomOf(t *testing.T, active bool, owners map[int]string) *shards.Room {
 // closed: a commit in progress for as long as a test looks at it.
 type heldCommit struct{ started, release chan struct{} }
 
-func (h heldCommit) Commit(context.Context, store.Batch, int) ([]string, error) {
+func (h heldCommit) Commit(context.Context, domain.Batch, int) ([]string, error) {
 	close(h.started)
 	<-h.release
 	return nil, nil
@@ -97,7 +97,7 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 				queue.New[*entry](nil).Take(&e.slot) // a poll in flight
 			}
 			if tt.pending || tt.flying {
-				f.Submit(e.sl, store.SourceState{Name: "src"}, nil)
+				f.Submit(e.sl, domain.SourceState{Name: "src"}, nil)
 			}
 			if tt.flying { // the write leaves the queue for a commit that waits
 				done := make(chan error, 1)

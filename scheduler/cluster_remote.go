@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // owner is the owner of e's shard for the source object (shards.Room's
@@ -26,11 +26,11 @@ func (s *Scheduler) owner(e *entry) *string {
 // ownsCommand reports whether this member applies c: its source is on a
 // shard it polls (an unknown source, on the shard of its name, so that one
 // member answers not_found). mu held.
-func (s *Scheduler) ownsCommand(c store.Command) bool {
+func (s *Scheduler) ownsCommand(c domain.Command) bool {
 	if e := s.entries[c.Source]; e != nil && !e.removed {
 		return s.shards.Polls(e.shard)
 	}
-	return s.shards.MayStart(store.ShardOf(c.Source, ""))
+	return s.shards.MayStart(domain.ShardOf(c.Source, ""))
 }
 
 // remote applies an operator's action on a source this member does not
@@ -80,7 +80,7 @@ func (s *Scheduler) isRemote(name string) bool {
 
 // ownedCommands keeps the commands of cmds this member applies; the others
 // stay pending for their owners.
-func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
+func (s *Scheduler) ownedCommands(cmds []domain.Command) []domain.Command {
 	s.mu.Lock()
 	defer s.unlock()
 	out := cmds[:0]
@@ -96,7 +96,7 @@ func (s *Scheduler) ownedCommands(cmds []store.Command) []store.Command {
 // (nil: all) that this member does not poll, so that its API shows them
 // as their owners committed them; nil on a single daemon, or when the
 // store does not answer (the member's own copy is shown then).
-func (s *Scheduler) remoteStates(names []string) map[string]store.SourceState {
+func (s *Scheduler) remoteStates(names []string) map[string]domain.SourceState {
 	if !s.shards.Member() {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -18,10 +19,10 @@ import (
 // read of its queue and its applying of the commands.
 type pendingHook struct {
 	*store.Store
-	after func([]store.Command)
+	after func([]domain.Command)
 }
 
-func (p *pendingHook) PendingCommands(ctx context.Context) ([]store.Command, error) {
+func (p *pendingHook) PendingCommands(ctx context.Context) ([]domain.Command, error) {
 	cmds, err := p.Store.PendingCommands(ctx)
 	if err == nil && len(cmds) > 0 {
 		p.after(cmds)
@@ -71,15 +72,15 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	withdrawn := &store.Command{Source: "withdrawn", Action: policy.ActionPause}
-	kept := &store.Command{Source: "kept", Action: policy.ActionPause}
-	for _, c := range []*store.Command{withdrawn, kept} {
+	withdrawn := &domain.Command{Source: "withdrawn", Action: policy.ActionPause}
+	kept := &domain.Command{Source: "kept", Action: policy.ActionPause}
+	for _, c := range []*domain.Command{withdrawn, kept} {
 		if err := cli.EnqueueCommand(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	expired := make(chan bool, 1)
-	hook := &pendingHook{Store: daemonStore, after: func([]store.Command) {
+	hook := &pendingHook{Store: daemonStore, after: func([]domain.Command) {
 		select {
 		case <-expired:
 			return // once
@@ -92,14 +93,14 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		expired <- ok
 	}}
 	s := startCommandReader(t, cfg, hook)
-	status := func(c *store.Command) store.Command {
+	status := func(c *domain.Command) domain.Command {
 		got, err := cli.GetCommand(t.Context(), c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
-	waitUntil(t, "the kept command done", 10*time.Second, func() bool { return status(kept).Status == store.CommandDone })
+	waitUntil(t, "the kept command done", 10*time.Second, func() bool { return status(kept).Status == domain.CommandDone })
 	if !<-expired {
 		t.Fatal("the CLI could not withdraw the command it had queued")
 	}
@@ -110,15 +111,15 @@ func TestExpiredCommandNeverApplied(t *testing.T) {
 		t.Errorf("kept: %s, want paused", o.State)
 	}
 	// A later command done: the loop made passes after the withdrawal.
-	marker := &store.Command{Source: "kept", Action: policy.ActionReset}
+	marker := &domain.Command{Source: "kept", Action: policy.ActionReset}
 	if err := cli.EnqueueCommand(t.Context(), marker); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a later command done", 10*time.Second, func() bool { return status(marker).Status == store.CommandDone })
+	waitUntil(t, "a later command done", 10*time.Second, func() bool { return status(marker).Status == domain.CommandDone })
 	if o, _ := s.Source("withdrawn"); o.State == policy.StatePaused {
 		t.Errorf("the withdrawn pause was applied: %+v", o)
 	}
-	if got := status(withdrawn); got.Status != store.CommandExpired || got.Result != "expired: test" {
+	if got := status(withdrawn); got.Status != domain.CommandExpired || got.Result != "expired: test" {
 		t.Errorf("withdrawn command = %+v; want it expired with the CLI's reason", got)
 	}
 }
@@ -145,26 +146,26 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() }) // after the scheduler's shutdown (cleanups run last first)
 	// What the killed daemon committed before it died.
-	if err := st.SaveBatch(t.Context(), []store.SourceState{
+	if err := st.SaveBatch(t.Context(), []domain.SourceState{
 		{Name: "paused", Paused: true, PausedReason: "kept"},
 		{Name: "failing", ConsecutiveFailures: 2, LastError: "boom"},
 	}, nil, 10); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		cmd     store.Command
+		cmd     domain.Command
 		claimed bool
 		want    string
 	}{
-		{store.Command{Source: "paused", Action: policy.ActionPause, Reason: "kept"}, true, ""},
-		{store.Command{Source: "notpaused", Action: policy.ActionPause, Reason: "lost"}, true, orphanLost},
-		{store.Command{Source: "paused", Action: policy.ActionResume}, true, orphanLost},
-		{store.Command{Source: "notpaused", Action: policy.ActionResume}, true, ""},
-		{store.Command{Source: "failing", Action: policy.ActionReset}, true, orphanLost},
-		{store.Command{Source: "healthy", Action: policy.ActionReset}, true, ""},
-		{store.Command{Source: "healthy", Action: policy.ActionTrigger}, true, orphanTrigger},
-		{store.Command{Source: "gone", Action: policy.ActionPause}, true, orphanLost},
-		{store.Command{Source: "pending", Action: policy.ActionPause, Reason: "now"}, false, ""},
+		{domain.Command{Source: "paused", Action: policy.ActionPause, Reason: "kept"}, true, ""},
+		{domain.Command{Source: "notpaused", Action: policy.ActionPause, Reason: "lost"}, true, orphanLost},
+		{domain.Command{Source: "paused", Action: policy.ActionResume}, true, orphanLost},
+		{domain.Command{Source: "notpaused", Action: policy.ActionResume}, true, ""},
+		{domain.Command{Source: "failing", Action: policy.ActionReset}, true, orphanLost},
+		{domain.Command{Source: "healthy", Action: policy.ActionReset}, true, ""},
+		{domain.Command{Source: "healthy", Action: policy.ActionTrigger}, true, orphanTrigger},
+		{domain.Command{Source: "gone", Action: policy.ActionPause}, true, orphanLost},
+		{domain.Command{Source: "pending", Action: policy.ActionPause, Reason: "now"}, false, ""},
 	}
 	for i := range cases {
 		c := &cases[i].cmd
@@ -179,10 +180,10 @@ func TestOrphanedCommandsSettled(t *testing.T) {
 	}
 	s := startCommandReader(t, cfg, st)
 	for _, tc := range cases {
-		var got store.Command
+		var got domain.Command
 		waitUntil(t, "command "+tc.cmd.Action+" "+tc.cmd.Source+" done", 10*time.Second, func() bool {
 			got, err = st.GetCommand(t.Context(), tc.cmd.ID)
-			return err == nil && got.Status == store.CommandDone
+			return err == nil && got.Status == domain.CommandDone
 		})
 		if got.Result != tc.want {
 			t.Errorf("%s %s (claimed %v): result %q, want %q", tc.cmd.Action, tc.cmd.Source, tc.claimed, got.Result, tc.want)

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // Sources returns every configured source, in configuration order.
@@ -167,7 +167,7 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject,
 
 // History returns up to n poll records of a source, newest first,
 // including those not yet committed.
-func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.PollRecord, error) {
+func (s *Scheduler) History(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
 	s.mu.Lock()
 	_, err := s.entry(name)
 	s.unlock()
@@ -191,7 +191,7 @@ func (s *Scheduler) History(ctx context.Context, name string, n int) ([]store.Po
 // and those read from the store. Commits may land between the two reads
 // (even several, with newer records than those still pending): records are
 // numbered, so the union by number, newest first, is the history.
-func mergeHistory(pending, stored []store.PollRecord, n int) []store.PollRecord {
+func mergeHistory(pending, stored []domain.PollRecord, n int) []domain.PollRecord {
 	seen := make(map[int64]bool, len(pending))
 	out := slices.Clone(pending)
 	for _, r := range pending {
@@ -202,7 +202,7 @@ func mergeHistory(pending, stored []store.PollRecord, n int) []store.PollRecord 
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
+	slices.SortFunc(out, func(a, b domain.PollRecord) int { return cmp.Compare(b.Seq, a.Seq) })
 	return out[:min(n, len(out))]
 }
 
@@ -262,7 +262,7 @@ func (s *Scheduler) commands(ctx context.Context) {
 // claimCommands returns the commands of cmds this daemon claimed, in
 // order. It stops at the first store error (the rest stay pending for the
 // next pass).
-func (s *Scheduler) claimCommands(ctx context.Context, cmds []store.Command) []store.Command {
+func (s *Scheduler) claimCommands(ctx context.Context, cmds []domain.Command) []domain.Command {
 	out := cmds[:0]
 	for _, c := range cmds {
 		ok, err := s.store.ClaimCommand(ctx, c.ID)
@@ -283,7 +283,7 @@ func (s *Scheduler) claimCommands(ctx context.Context, cmds []store.Command) []s
 // applyCommands applies claimed commands, waits once for their commits (a
 // CLI command is done when the store shows its effect), then records their
 // results.
-func (s *Scheduler) applyCommands(ctx context.Context, cmds []store.Command) {
+func (s *Scheduler) applyCommands(ctx context.Context, cmds []domain.Command) {
 	errs := make([]error, len(cmds))
 	seqs := make([]uint64, len(cmds))
 	for i, c := range cmds {

@@ -7,14 +7,14 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // addEntry builds the runtime of src, with its poller (built before mu was
 // taken: newPollers), from its stored state and schedules it. mu held.
-func (s *Scheduler) addEntry(src *config.Source, poller sources.Poller, st store.SourceState, found bool, now time.Time) error {
+func (s *Scheduler) addEntry(src *config.Source, poller sources.Poller, st domain.SourceState, found bool, now time.Time) error {
 	if poller == nil {
 		return fmt.Errorf("scheduler: source %s: no poller built", src.Name)
 	}
@@ -22,7 +22,7 @@ func (s *Scheduler) addEntry(src *config.Source, poller sources.Poller, st store
 	e.slot.Init(e)
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {
-		st = store.SourceState{Name: src.Name}
+		st = domain.SourceState{Name: src.Name}
 	}
 	s.configure(e, src, poller, st, now)
 	if changed {
@@ -46,14 +46,14 @@ func (s *Scheduler) addEntry(src *config.Source, poller sources.Poller, st store
 
 // configure gives e the settings src, its poller and state st, and
 // rebuilds its breaker and timing. mu held.
-func (s *Scheduler) configure(e *entry, src *config.Source, poller sources.Poller, st store.SourceState, now time.Time) {
+func (s *Scheduler) configure(e *entry, src *config.Source, poller sources.Poller, st domain.SourceState, now time.Time) {
 	e.src, e.poller, e.brk = src, poller, nil
 	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
 		e.brk = newBreaker(src, st)
 	}
 	e.timing = policy.NewTiming(src.Name, src.Schedule)
 	e.group = s.q.Group(src.Limit)
-	e.shard = store.ShardOf(src.Name, src.Limit)
+	e.shard = domain.ShardOf(src.Name, src.Limit)
 	s.shardDirty = true
 	e.gen++
 	e.st = st
@@ -105,7 +105,7 @@ func (s *Scheduler) pollerOf(src *config.Source, redact *config.Redactor) (sourc
 // newBreaker returns src's breaker restored to the state in st. A source
 // whose breaker is closed with no failure counted has none (entry.brk is
 // nil): at 100,000 sources the healthy majority costs no breaker at all.
-func newBreaker(src *config.Source, st store.SourceState) *breaker.Breaker {
+func newBreaker(src *config.Source, st domain.SourceState) *breaker.Breaker {
 	return breaker.New(src.Breaker, policy.SnapshotOf(&st), st.ConsecutiveFailures)
 }
 
@@ -146,7 +146,7 @@ func (s *Scheduler) dropEntry(e *entry) {
 
 // save hands e's state (and a record, and the notification events of the
 // change) to the flusher, which commits them together. mu held.
-func (s *Scheduler) save(e *entry, rec *store.PollRecord, evs ...store.Event) {
+func (s *Scheduler) save(e *entry, rec *domain.PollRecord, evs ...domain.Event) {
 	if rec != nil {
 		e.st.HistorySeq++
 		rec.Seq = e.st.HistorySeq

@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestEventsCommittedWithState: a source that enters error and recovers by
@@ -29,7 +29,7 @@ func TestEventsCommittedWithState(t *testing.T) {
 			setFail(t, dir, false)
 			h.waitFor("recovery committed", 30*time.Second, func() bool {
 				st := h.stored("re")
-				return st.ErrorReason == "" && st.LastOutcome == store.OutcomeSuccess
+				return st.ErrorReason == "" && st.LastOutcome == domain.OutcomeSuccess
 			})
 			n, err := h.store.PendingEvents(t.Context())
 			if err != nil {
@@ -43,7 +43,7 @@ func TestEventsCommittedWithState(t *testing.T) {
 			}
 			var got []string
 			for range 3 {
-				evs, err := h.store.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 10})
+				evs, err := h.store.ClaimEvents(t.Context(), domain.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 10})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/sqlitetest"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler/view"
@@ -93,7 +94,7 @@ func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool)
 }
 
 // stored reads name's committed state through a second store handle.
-func (h *harness) stored(name string) store.SourceState {
+func (h *harness) stored(name string) domain.SourceState {
 	h.t.Helper()
 	st, err := store.Open(filepath.Join(h.dir, "pacer.db"), store.Options{})
 	if err != nil {

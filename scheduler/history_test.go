@@ -4,20 +4,20 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // History merges what the flusher still holds with what the store has
 // read, whichever commits landed between the two reads.
 func TestMergeHistory(t *testing.T) {
-	recs := func(seqs ...int64) []store.PollRecord {
-		var out []store.PollRecord
+	recs := func(seqs ...int64) []domain.PollRecord {
+		var out []domain.PollRecord
 		for _, q := range seqs {
-			out = append(out, store.PollRecord{Source: "a", Seq: q})
+			out = append(out, domain.PollRecord{Source: "a", Seq: q})
 		}
 		return out
 	}
-	seqs := func(rs []store.PollRecord) []int64 {
+	seqs := func(rs []domain.PollRecord) []int64 {
 		out := []int64{}
 		for _, r := range rs {
 			out = append(out, r.Seq)
@@ -26,7 +26,7 @@ func TestMergeHistory(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name            string
-		pending, stored []store.PollRecord
+		pending, stored []domain.PollRecord
 		n               int
 		want            []int64
 	}{

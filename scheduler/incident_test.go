@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -20,7 +21,7 @@ func drainOutbox(t *testing.T, st *store.Store) []string {
 	var got []string
 	for range 20 {
 		now := time.Now()
-		evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: now, Until: now.Add(time.Minute), Limit: 10})
+		evs, err := st.ClaimEvents(t.Context(), domain.EventClaim{Member: "t", Now: now, Until: now.Add(time.Minute), Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestRecoveredAfterReset(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		src     string
-		entered func(store.SourceState) bool
+		entered func(domain.SourceState) bool
 		// clear resets the source (or changes its configuration) in h;
 		// it returns the harness that goes on (a restart makes a new one).
 		clear func(t *testing.T, h *harness) *harness
@@ -101,8 +102,8 @@ func TestRecoveredAfterReset(t *testing.T) {
 	}
 }
 
-func inErrorState(st store.SourceState) bool { return st.ErrorReason != "" }
-func openState(st store.SourceState) bool    { return st.BreakerState == "open" }
+func inErrorState(st domain.SourceState) bool { return st.ErrorReason != "" }
+func openState(st domain.SourceState) bool    { return st.BreakerState == "open" }
 
 // resetOf resets r through the scheduler (as the API and the CLI's
 // command do).

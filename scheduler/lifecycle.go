@@ -10,11 +10,11 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // New returns a scheduler for cfg. Call Start to load the store and begin.
@@ -78,12 +78,12 @@ func (s *Scheduler) limitOf(cfg *config.Config) int {
 }
 
 // clusterShare is a member's share of the cluster-wide cap cc when it
-// polls shards of the store.Shards: cc × shards / Shards rounded down, so
+// polls shards of the domain.Shards: cc × shards / Shards rounded down, so
 // that the shares of members holding disjoint shards add up to at most cc,
 // but at least 1, so that a member that owns shards can poll them (with
 // cc below the number of members the shares then add up to more).
 func clusterShare(cc, shards int) int {
-	return max(cc*shards/store.Shards, 1)
+	return max(cc*shards/domain.Shards, 1)
 }
 
 // descLimit is concurrency within the descriptor limit (cfgCap is that of
@@ -121,7 +121,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // store.LoadStates on the same store, under its lock): the daemon reads
 // them while its config is being loaded. A second call returns an error and
 // changes nothing.
-func (s *Scheduler) StartFrom(states []store.SourceState) error {
+func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	// An index into states, not a copy of each (296 bytes): at 100,000
 	// sources this start-up map holds ~3 MB instead of ~35 MB, which
 	// counts in the start-up's peak. As before, the last state of a name
@@ -150,7 +150,7 @@ func (s *Scheduler) StartFrom(states []store.SourceState) error {
 	s.q.SetLimits(s.dispatching.ctx, s.cfg.Limits, s.dispatching.spawn)
 	for i := range s.cfg.Sources {
 		src := s.cfg.Sources[i]
-		var st store.SourceState
+		var st domain.SourceState
 		j, found := stored[src.Name]
 		if found {
 			st = states[j]

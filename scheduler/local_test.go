@@ -13,9 +13,9 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // localPoller fails with a local resource error its first n calls, then
@@ -119,7 +119,7 @@ sources:
 				t.Errorf("%s: %d records for %d calls (%v), want one per success only", name, len(recs), len(calls), err)
 			}
 			for _, r := range recs {
-				if r.Outcome != store.OutcomeSuccess {
+				if r.Outcome != domain.OutcomeSuccess {
 					t.Errorf("%s: a record with policy.Outcome %s", name, r.Outcome)
 				}
 			}

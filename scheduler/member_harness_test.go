@@ -12,6 +12,7 @@ import (
 
 	"github.com/pacer-dev/pacer/cluster"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
@@ -168,7 +169,7 @@ func shardsApart(t *testing.T, names ...string) {
 	t.Helper()
 	seen := map[int]string{}
 	for _, n := range names {
-		sh := store.ShardOf(n, "")
+		sh := domain.ShardOf(n, "")
 		if other, ok := seen[sh]; ok {
 			t.Fatalf("sources %s and %s share shard %d: pick other names", other, n, sh)
 		}

@@ -3,12 +3,12 @@ package scheduler
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // Outcomes counted by pacer_polls_total besides those of a poll record
-// (store.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
+// (domain.OutcomeSuccess, OutcomeFailure, OutcomeThrottled,
 // OutcomeInterrupted): finish counts every outcome under its kind, a poll
 // its breaker refused as countRejected (policy.KindRejected), a poll that failed
 // for lack of pacer's own resources as countLocal (policy.KindLocal), and the ticks
@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 		[]string{"outcome"})
 	m.delivered, m.deliveryFailures = m.deliveries.WithLabelValues("success"), m.deliveries.WithLabelValues("failure")
 	m.pollsBy = make(map[string]prometheus.Counter, 7)
-	for _, o := range []string{store.OutcomeSuccess, store.OutcomeFailure, store.OutcomeThrottled, countRejected, countSkipped, store.OutcomeInterrupted, countLocal} {
+	for _, o := range []string{domain.OutcomeSuccess, domain.OutcomeFailure, domain.OutcomeThrottled, countRejected, countSkipped, domain.OutcomeInterrupted, countLocal} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
 	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results, m.deliveries}

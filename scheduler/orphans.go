@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // Results of the commands an earlier daemon claimed and did not complete.
@@ -31,7 +31,7 @@ func (s *Scheduler) settleOrphans(ctx context.Context) {
 	}
 	for _, c := range cmds {
 		s.mu.Lock()
-		var st store.SourceState
+		var st domain.SourceState
 		e := s.entries[c.Source]
 		if e != nil {
 			st = e.st
@@ -54,7 +54,7 @@ func (s *Scheduler) settleOrphans(ctx context.Context) {
 // when the source is paused with its reason, a resume when it is not
 // paused, a reset when it is neither failing nor in error and its breaker
 // is closed; a trigger leaves no state to tell.
-func orphanResult(c store.Command, st store.SourceState, found bool) string {
+func orphanResult(c domain.Command, st domain.SourceState, found bool) string {
 	if !found {
 		return orphanLost
 	}

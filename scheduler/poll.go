@@ -8,10 +8,10 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // resizeWorkers runs exactly n workers. mu held.
@@ -191,7 +191,7 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 	}
 	err := fn()
 	if err != nil && err == res.Err {
-		brk = newBreaker(src, store.SourceState{})
+		brk = newBreaker(src, domain.SourceState{})
 		err = brk.DoAt(now, func() error { return res.Err })
 	}
 	return res, brk, err
@@ -216,13 +216,13 @@ func (s *Scheduler) finish(j queue.Job[*entry], p pollResult) {
 	s.m.poll(o.Kind).Inc()
 	s.q.Idle(&e.slot)
 	s.countSkipped(j, o.End)
-	if o.Kind == store.OutcomeSuccess {
+	if o.Kind == domain.OutcomeSuccess {
 		// Compared with the state before this poll, as policy.Apply does.
 		changed := policy.Changed(&e.st, o.Result)
 		s.m.result(changed).Inc()
 		rec.Changed = changed // a success always has a record
 	}
-	var evs []store.Event
+	var evs []domain.Event
 	if j.Gen == e.gen {
 		evs = s.applyPoll(e, p.brk, o)
 		if stepped && e.brk != nil {
@@ -261,20 +261,20 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 	case p.rejected:
 		o.Kind = policy.KindRejected
 	case res.Err != nil && errors.Is(res.Err, context.Canceled) && cut:
-		o.Kind = store.OutcomeInterrupted
+		o.Kind = domain.OutcomeInterrupted
 	case res.Throttled:
-		o.Kind = store.OutcomeThrottled
+		o.Kind = domain.OutcomeThrottled
 	case res.Err != nil && (res.Local || errors.Is(res.Err, sources.ErrLocal)):
 		o.Kind = policy.KindLocal
 	case res.Err != nil:
-		o.Kind = store.OutcomeFailure
+		o.Kind = domain.OutcomeFailure
 	default:
-		o.Kind = store.OutcomeSuccess
+		o.Kind = domain.OutcomeSuccess
 	}
 	if res.Err != nil {
 		o.Err = redact(res.Err.Error())
 	}
-	if o.Kind == store.OutcomeSuccess {
+	if o.Kind == domain.OutcomeSuccess {
 		o.Result = policy.ResultOf(res)
 	}
 	return o
@@ -286,15 +286,15 @@ func outcomeOf(p pollResult, cut bool, redact func(string) string, jitter float6
 // and its status and exit codes are one allocation (the codes are pointers
 // in the record: taking the address of p's own would move all of p to the
 // heap, some 300 bytes per poll).
-func recordOf(name string, p *pollResult, o *policy.Outcome) *store.PollRecord {
+func recordOf(name string, p *pollResult, o *policy.Outcome) *domain.PollRecord {
 	if o.Kind == policy.KindRejected || o.Kind == policy.KindLocal {
 		return nil
 	}
 	r := &struct {
-		rec          store.PollRecord
+		rec          domain.PollRecord
 		status, exit int
 	}{status: p.res.StatusCode, exit: p.res.ExitCode}
-	r.rec = store.PollRecord{
+	r.rec = domain.PollRecord{
 		Source:     name,
 		StartedAt:  o.Start.UTC(),
 		DurationMs: p.end.Sub(p.start).Milliseconds(),
@@ -319,7 +319,7 @@ func recordOf(name string, p *pollResult, o *policy.Outcome) *store.PollRecord {
 // an operator's reset made during the poll, and logs a change of state. It
 // returns the notification events of the change, to be saved with the
 // state. mu held.
-func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (evs []store.Event) {
+func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (evs []domain.Event) {
 	prev := policy.StateOf(&e.st, o.Start)
 	if n := s.cfg.Notify; n != nil {
 		// Only with notify set: no copy and no event on the poll path else.
@@ -347,7 +347,7 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) 
 		// The incident is the one before the poll: a success closed it
 		// (recovered), and one this poll opened made no event, the reset
 		// having cleared it first.
-		e.st.IncidentOpen = incident && o.Kind != store.OutcomeSuccess
+		e.st.IncidentOpen = incident && o.Kind != domain.OutcomeSuccess
 		e.brk = nil
 		s.flushFlap(e, o.End, prev)
 		s.logChange(e, prev, o.End, "reset")

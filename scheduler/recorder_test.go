@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -98,7 +99,7 @@ func gaps(ts []time.Time) []time.Duration {
 
 // storedState reads name's committed state from the store in dir through a
 // second handle.
-func storedState(t *testing.T, dir, name string) store.SourceState {
+func storedState(t *testing.T, dir, name string) domain.SourceState {
 	t.Helper()
 	st, err := store.Open(filepath.Join(dir, "pacer.db"), store.Options{})
 	if err != nil {

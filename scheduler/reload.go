@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // Reload switches to cfg (rule 3.11): added sources start, removed ones stop
@@ -56,7 +56,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 // unchanged, it keeps its due time, as rule 3.11 says. The flusher is
 // asked first: once it has dropped the source's slot, the store holds its
 // final state.
-func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]store.SourceState, error) {
+func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]domain.SourceState, error) {
 	s.mu.Lock()
 	var added []string
 	for i := range cfg.Sources {
@@ -65,7 +65,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 		}
 	}
 	s.unlock()
-	stored := make(map[string]store.SourceState, len(added))
+	stored := make(map[string]domain.SourceState, len(added))
 	for _, name := range added {
 		if st, ok := s.flush.Released(name); ok {
 			stored[name] = st
@@ -92,7 +92,7 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 // names (and without a pass over the entries when none is removed), and
 // its shard is computed again only when its limits group changed (the
 // shard is a function of the name and the group).
-func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]store.SourceState, now time.Time) error {
+func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]domain.SourceState, now time.Time) error {
 	s.reloadMark = !s.reloadMark
 	mark := s.reloadMark
 	kept := 0 // entries of the sources present, old and new
@@ -159,7 +159,7 @@ func (s *Scheduler) keepSource(e *entry, src *config.Source, poller sources.Poll
 	if src.Limit == limit {
 		return nil
 	}
-	if sh := store.ShardOf(src.Name, src.Limit); sh != e.shard {
+	if sh := domain.ShardOf(src.Name, src.Limit); sh != e.shard {
 		s.q.Due.Remove(&e.slot)
 		e.shard, s.shardDirty = sh, true
 		s.reschedule(e, now)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -77,7 +78,7 @@ func TestReloadSequence(t *testing.T) {
 				if e == nil {
 					continue
 				}
-				if sh := store.ShardOf(s[0], s[1]); e.shard != sh || e.src.Limit != s[1] {
+				if sh := domain.ShardOf(s[0], s[1]); e.shard != sh || e.src.Limit != s[1] {
 					t.Errorf("%s: %s has shard %d and group %q, want %d and %q", step.name, s[0], e.shard, e.src.Limit, sh, s[1])
 				}
 				if old := prev[s[0]]; old != nil && old != e {

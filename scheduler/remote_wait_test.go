@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
@@ -104,7 +105,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	names := []string{"applied", "refused", "unreported", "untaken"}
 	shardsApart(t, names...)
 	for _, name := range names {
-		own.deny(store.ShardOf(name, ""), true) // another member's
+		own.deny(domain.ShardOf(name, ""), true) // another member's
 	}
 	hook := &expireHook{Store: st, refused: make(chan uint64, 1)}
 	dir := t.TempDir()
@@ -120,7 +121,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	late := 3500 * time.Millisecond // the owner's result, after the member's apply bound
 
 	slowOwner(t, st, hook.refused, "applied", late, func(ctx context.Context) error {
-		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "applied", Paused: true, PausedReason: "maintenance"}}}, 10)
+		return st.Commit(ctx, domain.Batch{States: []domain.SourceState{{Name: "applied", Paused: true, PausedReason: "maintenance"}}}, 10)
 	}, "", "")
 	o, err := s.Pause("applied", "maintenance")
 	if err != nil || o.State != policy.StatePaused {
@@ -159,7 +160,7 @@ type staleClaim struct {
 	refusedID atomic.Uint64 // the command whose withdrawal was refused (0: none)
 }
 
-func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (store.Command, error) {
+func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (domain.Command, error) {
 	if s.refusedID.Load() == id {
 		select {
 		case s.refused <- id:
@@ -167,8 +168,8 @@ func (s *staleClaim) GetCommand(ctx context.Context, id uint64) (store.Command, 
 		}
 	}
 	c, err := s.Store.GetCommand(ctx, id)
-	if err == nil && c.Status == store.CommandApplying && s.refusedID.Load() == 0 {
-		c.Status = store.CommandPending
+	if err == nil && c.Status == domain.CommandApplying && s.refusedID.Load() == 0 {
+		c.Status = domain.CommandPending
 	}
 	return c, err
 }
@@ -190,14 +191,14 @@ func TestRemoteCommandWaitsAfterRefusedWithdrawal(t *testing.T) {
 	a := newClusterMember(t, st, "a")
 	runMember(t, a)
 	own := gate(a)
-	own.deny(store.ShardOf("x", ""), true) // another member's
+	own.deny(domain.ShardOf("x", ""), true) // another member's
 	hook := &staleClaim{Store: st, refused: make(chan uint64, 1)}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
 	s := startMemberScheduler(t, cfg, hook, own, nil)
 	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
 	slowOwner(t, st, hook.refused, "x", 20*time.Second, func(ctx context.Context) error {
-		return st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "x", Paused: true, PausedReason: "maintenance"}}}, 10)
+		return st.Commit(ctx, domain.Batch{States: []domain.SourceState{{Name: "x", Paused: true, PausedReason: "maintenance"}}}, 10)
 	}, "", "")
 	o, err := s.Pause("x", "maintenance")
 	if err != nil || o.State != policy.StatePaused {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
@@ -98,7 +99,7 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 		until := *row.BreakerUntil
 		due := time.Now().Add(2 * time.Second).UTC().Truncate(time.Microsecond)
 		row.NextRunAt = &due
-		if err := st.SaveBatch(context.Background(), []store.SourceState{row}, nil, 5); err != nil {
+		if err := st.SaveBatch(context.Background(), []domain.SourceState{row}, nil, 5); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.Close(); err != nil {

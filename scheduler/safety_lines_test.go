@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
@@ -36,7 +37,7 @@ func TestCommitFenceHonoursTakeOver(t *testing.T) {
 	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
 	own := gate(a)
 	s := startMemberScheduler(t, cfg, st, own, nil)
-	sh := store.ShardOf("x", "")
+	sh := domain.ShardOf("x", "")
 	waitUntil(t, "x's shard taken over", 10*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 
 	own.held.Store(true) // the pause waits in the flusher
@@ -52,7 +53,7 @@ func TestCommitFenceHonoursTakeOver(t *testing.T) {
 	}
 	shardOf := func(string) int { return sh }
 	rejected, err := st.CommitFenced(ctx, b.Fence(shardOf),
-		store.Batch{States: []store.SourceState{{Name: "x", LastError: "b's state"}}}, 10)
+		domain.Batch{States: []domain.SourceState{{Name: "x", LastError: "b's state"}}}, 10)
 	if err != nil || len(rejected) > 0 {
 		t.Fatalf("b's commit: rejected %v, err %v", rejected, err)
 	}
@@ -85,7 +86,7 @@ type loadHook struct {
 	after func(names []string)
 }
 
-func (l *loadHook) LoadStatesOf(ctx context.Context, names []string) ([]store.SourceState, error) {
+func (l *loadHook) LoadStatesOf(ctx context.Context, names []string) ([]domain.SourceState, error) {
 	states, err := l.Store.LoadStatesOf(ctx, names)
 	if err == nil {
 		l.after(names)
@@ -103,13 +104,13 @@ func TestNoTakeOverBeforeDrained(t *testing.T) {
 	ctx := t.Context()
 	st := openPG(t)
 	// x's stored state before the pause: what a read before the commit finds.
-	if err := st.Commit(ctx, store.Batch{States: []store.SourceState{{Name: "x"}}}, 10); err != nil {
+	if err := st.Commit(ctx, domain.Batch{States: []domain.SourceState{{Name: "x"}}}, 10); err != nil {
 		t.Fatal(err)
 	}
 	a := newClusterMember(t, st, "a")
 	runMember(t, a)
 	own := gate(a)
-	sh := store.ShardOf("x", "")
+	sh := domain.ShardOf("x", "")
 	var s *Scheduler
 	hooked := &loadHook{Store: st, after: func(names []string) {
 		// The pause gets committed between the read and the take-over.
@@ -159,7 +160,7 @@ func TestMayStartCheckedBeforePoll(t *testing.T) {
 	runMember(t, a)
 	own := gate(a)
 	shardsApart(t, "blocker", "x")
-	sh := store.ShardOf("x", "")
+	sh := domain.ShardOf("x", "")
 	ps := map[string]*testPoller{"blocker": newTestPoller(true), "x": newTestPoller(false)}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "concurrency: 1\nsources:\n"+
@@ -167,7 +168,7 @@ func TestMayStartCheckedBeforePoll(t *testing.T) {
 		"  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
 	s := startMemberScheduler(t, cfg, st, own, pollersOf(ps))
 	waitUntil(t, "the shards taken over", 10*time.Second, func() bool {
-		return s.polls(sh) && s.polls(store.ShardOf("blocker", ""))
+		return s.polls(sh) && s.polls(domain.ShardOf("blocker", ""))
 	})
 	if err := s.Trigger("blocker"); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
@@ -60,14 +61,14 @@ var (
 // memory, the CLI's command queue and the watchdog's write probe.
 // *store.Store (SQLite) implements it; a second backend implements the same.
 type Store interface {
-	LoadStates(ctx context.Context) ([]store.SourceState, error)
-	GetState(ctx context.Context, name string) (store.SourceState, bool, error)
-	Commit(ctx context.Context, b store.Batch, keep int) error
-	History(ctx context.Context, name string, n int) ([]store.PollRecord, error)
-	Histories(ctx context.Context, names []string, n int) (map[string][]store.PollRecord, error)
-	PendingCommands(ctx context.Context) ([]store.Command, error)
+	LoadStates(ctx context.Context) ([]domain.SourceState, error)
+	GetState(ctx context.Context, name string) (domain.SourceState, bool, error)
+	Commit(ctx context.Context, b domain.Batch, keep int) error
+	History(ctx context.Context, name string, n int) ([]domain.PollRecord, error)
+	Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error)
+	PendingCommands(ctx context.Context) ([]domain.Command, error)
 	ClaimCommand(ctx context.Context, id uint64) (bool, error)
-	OrphanedCommands(ctx context.Context) ([]store.Command, error)
+	OrphanedCommands(ctx context.Context) ([]domain.Command, error)
 	CompleteCommand(ctx context.Context, id uint64, result, code string) error
 	Writable(ctx context.Context) error
 }
@@ -159,7 +160,7 @@ type Scheduler struct {
 	// the entries of each shard, is rebuilt when shardDirty; guarded by
 	// mu. Lock order: mu, then the room's.
 	shards     *shards.Room
-	byShard    [store.Shards][]*entry
+	byShard    [domain.Shards][]*entry
 	shardDirty bool
 
 	// skew is how far the wall clock lay from the monotonic one at the
@@ -193,9 +194,9 @@ type entry struct {
 	brk    *breaker.Breaker
 	group  *queue.Group[*entry] // its `limit` group, or nil
 	gen    uint64
-	shard  int // store.ShardOf(name, its limits group)
+	shard  int // domain.ShardOf(name, its limits group)
 
-	st   store.SourceState
+	st   domain.SourceState
 	slot queue.Slot[*entry] // its place in the queue room (due heap, in flight, claimed)
 
 	sl           *flush.Slot // its place in the flusher

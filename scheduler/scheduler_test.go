@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/sources"
@@ -108,7 +109,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || len(recs) != 5 {
 			t.Fatalf("history: %d records (keep 5), %v", len(recs), err)
 		}
-		if recs[0].Outcome != store.OutcomeSuccess || !recs[0].StartedAt.After(recs[1].StartedAt) {
+		if recs[0].Outcome != domain.OutcomeSuccess || !recs[0].StartedAt.After(recs[1].StartedAt) {
 			t.Errorf("history not newest first: %+v", recs[:2])
 		}
 	})
@@ -404,7 +405,7 @@ func TestTimesKeptToTheMicrosecond(t *testing.T) {
 	cfg := writeConfig(t, dir, lifecycleDefaults+flakySource("s", "schedule: \"@every 100ms\""))
 	h := start(t, dir, cfg)
 	defer h.stop()
-	var recs []store.PollRecord
+	var recs []domain.PollRecord
 	h.waitFor("three polls", 10*time.Second, func() bool {
 		var err error
 		recs, err = h.s.History(context.Background(), "s", 5)

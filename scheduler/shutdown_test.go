@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -73,7 +74,7 @@ func TestShutdownWithinTimeout(t *testing.T) {
 				if herr != nil {
 					t.Fatal(herr)
 				}
-				if len(recs) != 1 || recs[0].Outcome != store.OutcomeInterrupted {
+				if len(recs) != 1 || recs[0].Outcome != domain.OutcomeInterrupted {
 					t.Fatalf("records %+v; want one interrupted", recs)
 				}
 				if got := recs[0].Error == abandonedError; got != tt.wantAbandoned {
@@ -84,7 +85,7 @@ func TestShutdownWithinTimeout(t *testing.T) {
 				}
 				time.Sleep(tt.linger) // the poll left behind ends before the bubble does
 				synctest.Wait()
-				if n := h.metric("pacer_polls_total", "outcome", store.OutcomeInterrupted); n != 1 {
+				if n := h.metric("pacer_polls_total", "outcome", domain.OutcomeInterrupted); n != 1 {
 					t.Errorf("pacer_polls_total{outcome=interrupted} = %v after the poll's late end; want 1", n)
 				}
 			})

@@ -32,21 +32,22 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/bench"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // healthyState is what the daemon writes after a successful poll: a
 // fingerprint, three times, no error.
-func healthyState(name string, n int, at time.Time) store.SourceState {
+func healthyState(name string, n int, at time.Time) domain.SourceState {
 	next := at.Add(time.Minute)
-	return store.SourceState{Name: name, Fingerprint: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-		NextRunAt: &next, LastRunAt: &at, LastSuccessAt: &at, LastOutcome: store.OutcomeSuccess,
+	return domain.SourceState{Name: name, Fingerprint: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		NextRunAt: &next, LastRunAt: &at, LastSuccessAt: &at, LastOutcome: domain.OutcomeSuccess,
 		BreakerState: "closed", PollsTotal: int64(n), UpdatedAt: at}
 }
 
-func healthyRecord(name string, at time.Time) store.PollRecord {
+func healthyRecord(name string, at time.Time) domain.PollRecord {
 	code := 200
-	return store.PollRecord{Source: name, StartedAt: at, DurationMs: 10, Outcome: store.OutcomeSuccess, StatusCode: &code, Bytes: 3}
+	return domain.PollRecord{Source: name, StartedAt: at, DurationMs: 10, Outcome: domain.OutcomeSuccess, StatusCode: &code, Bytes: 3}
 }
 
 // bareWriter writes SaveBatch's rows through database/sql prepared
@@ -85,9 +86,9 @@ const bareInsert = `INSERT INTO poll_records (skey, source, seq, started_at, dur
 const bareTrim = `DELETE FROM poll_records WHERE skey = ?1 AND source = ?2
  AND seq <= (SELECT MAX(seq) FROM poll_records WHERE skey = ?1 AND source = ?2) - ?3`
 
-// skeyOf is the store's row key of a source (store.NameHash in int64's
+// skeyOf is the store's row key of a source (domain.NameHash in int64's
 // signed order).
-func skeyOf(name string) int64 { return int64(store.NameHash(name) ^ 1<<63) }
+func skeyOf(name string) int64 { return int64(domain.NameHash(name) ^ 1<<63) }
 
 func nt(t *time.Time) any {
 	if t == nil {
@@ -96,7 +97,7 @@ func nt(t *time.Time) any {
 	return t.UnixMicro()
 }
 
-func (w bareWriter) save(ctx context.Context, states []store.SourceState, recs []store.PollRecord, keep int) error {
+func (w bareWriter) save(ctx context.Context, states []domain.SourceState, recs []domain.PollRecord, keep int) error {
 	t := time.Now()
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -212,7 +213,7 @@ func openPopulated(b *testing.B, n, depth int, withBare bool) *store.Store {
 // the bare database/sql writer on the same batches. 20,000 sources. The
 // daemon variant is what the flusher does: records numbered by the caller,
 // a source's history trimmed once per keep/4 of its records. A batch holds
-// sources that are consecutive in phase order (store.NameHash), as a
+// sources that are consecutive in phase order (domain.NameHash), as a
 // daemon's commit does.
 func BenchmarkCommitRate(b *testing.B) {
 	const nsrc, keep = 20_000, 100
@@ -222,15 +223,15 @@ func BenchmarkCommitRate(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
-	// In phase order, as the daemon commits them: by store.NameHash, the
+	// In phase order, as the daemon commits them: by domain.NameHash, the
 	// order of the tables.
-	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(domain.NameHash(a), domain.NameHash(b)) })
 	round := 0
-	run := func(b *testing.B, batch int, withRecords bool, save func([]store.SourceState, []store.PollRecord) error) {
-		states := make([]store.SourceState, batch)
-		var recs []store.PollRecord
+	run := func(b *testing.B, batch int, withRecords bool, save func([]domain.SourceState, []domain.PollRecord) error) {
+		states := make([]domain.SourceState, batch)
+		var recs []domain.PollRecord
 		if withRecords {
-			recs = make([]store.PollRecord, batch)
+			recs = make([]domain.PollRecord, batch)
 		}
 		c0 := bench.CPUTime()
 		for b.Loop() {
@@ -254,10 +255,10 @@ func BenchmarkCommitRate(b *testing.B) {
 		// checkpoints).
 		b.ReportMetric(float64(bench.CPUTime()-c0)/float64(b.N*batch), "cpu-ns/state")
 	}
-	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveBatch := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
-	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveBare := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		return w.save(context.Background(), states, recs, keep)
 	}
 	// daemon numbers the records itself and trims a source once per keep/4
@@ -266,7 +267,7 @@ func BenchmarkCommitRate(b *testing.B) {
 	for _, name := range names {
 		seq[name] = keep
 	}
-	saveDaemon := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveDaemon := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		for i := range recs {
 			seq[recs[i].Source]++
 			recs[i].Seq = seq[recs[i].Source]
@@ -315,7 +316,7 @@ func BenchmarkCommitRate(b *testing.B) {
 //   - daemon: what the flusher does, in phase order (the figure for the
 //     target): records numbered by the caller (SourceState.HistorySeq),
 //     SaveBatchTrim trimming a source once per keep/4 of its records. The
-//     phases follow store.NameHash, the order of the tables, so a commit
+//     phases follow domain.NameHash, the order of the tables, so a commit
 //     writes neighbouring rows;
 //   - saveBatch: SaveBatch, the store numbering the records (one read per
 //     source) and trimming at every record;
@@ -343,9 +344,9 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
 	// Phase order: the scheduler phases "@every" sources by
-	// store.NameHash, the order of the store's rows.
+	// domain.NameHash, the order of the store's rows.
 	phaseOrder := slices.Clone(names)
-	slices.SortFunc(phaseOrder, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	slices.SortFunc(phaseOrder, func(a, b string) int { return cmp.Compare(domain.NameHash(a), domain.NameHash(b)) })
 	// Scattered: a fixed pseudo-random permutation, what a phase unrelated
 	// to the table's order gives (pacer before the tables were keyed by
 	// the hash).
@@ -362,7 +363,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	for _, name := range names {
 		seq[name] = int64(depth)
 	}
-	replay := func(order []string, save func([]store.SourceState, []store.PollRecord) error) (float64, float64) {
+	replay := func(order []string, save func([]domain.SourceState, []domain.PollRecord) error) (float64, float64) {
 		start := time.Now()
 		c0 := bench.CPUTime()
 		sent := 0
@@ -370,8 +371,8 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 		for k := 1; time.Since(start) < window; k++ {
 			time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
 			due := int(perTick * float64(k))
-			var states []store.SourceState
-			var recs []store.PollRecord
+			var states []domain.SourceState
+			var recs []domain.PollRecord
 			now := time.Now()
 			for ; sent < due; sent++ {
 				name := order[next]
@@ -393,18 +394,18 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 	}
 	// daemon is what the flusher does: records numbered by the caller, each
 	// source's history trimmed once per keep/4 of its records.
-	daemon := func(states []store.SourceState, recs []store.PollRecord) error {
+	daemon := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
 	// saveBatch leaves the numbering to the store (a read of each source's
 	// newest record) and trims at every record.
-	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveBatch := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		for i := range recs {
 			recs[i].Seq = 0
 		}
 		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
-	saveBare := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveBare := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		return w.save(context.Background(), states, recs, keep)
 	}
 	res := map[string][]float64{}
@@ -429,7 +430,7 @@ func BenchmarkStoreMinuteLoad(b *testing.B) {
 			case "daemon-scattered":
 				cpu, p99 = replay(scattered, daemon)
 			case "none":
-				cpu, p99 = replay(phaseOrder, func([]store.SourceState, []store.PollRecord) error { return nil })
+				cpu, p99 = replay(phaseOrder, func([]domain.SourceState, []domain.PollRecord) error { return nil })
 			}
 			res[kind+"-cpu%"] = append(res[kind+"-cpu%"], 100*cpu)
 			res[kind+"-p99ms"] = append(res[kind+"-p99ms"], p99)
@@ -480,7 +481,7 @@ func BenchmarkLoadStates(b *testing.B) {
 			}
 			count := 0
 			for rows.Next() {
-				var st store.SourceState
+				var st domain.SourceState
 				var next, last, success, until sql.NullInt64
 				var updated int64
 				if err := rows.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
@@ -500,9 +501,9 @@ func BenchmarkLoadStates(b *testing.B) {
 
 // healthyBatch is the healthy states of sources src-lo to src-(hi-1), each
 // with depth records numbered from 1, seconds apart from t0.
-func healthyBatch(lo, hi, depth int, t0 time.Time) ([]store.SourceState, []store.PollRecord) {
-	var states []store.SourceState
-	var recs []store.PollRecord
+func healthyBatch(lo, hi, depth int, t0 time.Time) ([]domain.SourceState, []domain.PollRecord) {
+	var states []domain.SourceState
+	var recs []domain.PollRecord
 	for i := lo; i < hi; i++ {
 		name := fmt.Sprintf("src-%06d", i)
 		st := healthyState(name, depth, t0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -23,8 +24,8 @@ func benchStore(b *testing.B) *store.Store {
 	return s
 }
 
-func benchStates(n int) []store.SourceState {
-	states := make([]store.SourceState, n)
+func benchStates(n int) []domain.SourceState {
+	states := make([]domain.SourceState, n)
 	for i := range states {
 		states[i] = fullState(fmt.Sprintf("src-%06d", i))
 	}
@@ -35,12 +36,12 @@ const benchKeep = 100
 
 // fillHistory gives every source benchKeep records already, so that the
 // benchmarks measure the steady state, where every new record trims one.
-func fillHistory(b *testing.B, s *store.Store, states []store.SourceState) {
+func fillHistory(b *testing.B, s *store.Store, states []domain.SourceState) {
 	b.Helper()
 	for i := range benchKeep {
-		recs := make([]store.PollRecord, len(states))
+		recs := make([]domain.PollRecord, len(states))
 		for j := range states {
-			recs[j] = record(states[j].Name, base().Add(-time.Duration(i+1)*time.Second), store.OutcomeSuccess)
+			recs[j] = record(states[j].Name, base().Add(-time.Duration(i+1)*time.Second), domain.OutcomeSuccess)
 		}
 		if err := s.SaveBatch(b.Context(), states, recs, 0); err != nil {
 			b.Fatal(err)
@@ -55,9 +56,9 @@ func BenchmarkSaveBatch(b *testing.B) {
 	s := benchStore(b)
 	states := benchStates(n)
 	fillHistory(b, s, states)
-	records := make([]store.PollRecord, n)
+	records := make([]domain.PollRecord, n)
 	for i := range records {
-		records[i] = record(states[i].Name, base(), store.OutcomeSuccess)
+		records[i] = record(states[i].Name, base(), domain.OutcomeSuccess)
 	}
 	round := 0
 	for b.Loop() {
@@ -83,8 +84,8 @@ func BenchmarkSaveSingle(b *testing.B) {
 	for b.Loop() {
 		st := states[i%n]
 		st.PollsTotal = int64(i)
-		rec := record(st.Name, base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess)
-		if err := s.SaveBatch(b.Context(), []store.SourceState{st}, []store.PollRecord{rec}, benchKeep); err != nil {
+		rec := record(st.Name, base().Add(time.Duration(i)*time.Second), domain.OutcomeSuccess)
+		if err := s.SaveBatch(b.Context(), []domain.SourceState{st}, []domain.PollRecord{rec}, benchKeep); err != nil {
 			b.Fatal(err)
 		}
 		i++

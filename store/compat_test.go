@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -43,14 +44,14 @@ func loadSchema3(t *testing.T) string {
 // each source (with its Seq, which PollRecord's JSON leaves out) and every
 // command.
 type schema3Reads struct {
-	States   []store.SourceState
+	States   []domain.SourceState
 	History  map[string][]seqRecord
-	Commands []store.Command
+	Commands []domain.Command
 }
 
 type seqRecord struct {
 	Seq int64
-	store.PollRecord
+	domain.PollRecord
 }
 
 func readAll(t *testing.T, s *store.Store) schema3Reads {
@@ -140,7 +141,7 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 	}
 	reads := readAll(t, s)
 	for i, c := range reads.Commands {
-		if want := map[bool]string{true: store.CommandDone, false: store.CommandPending}[c.DoneAt != nil]; c.Status != want {
+		if want := map[bool]string{true: domain.CommandDone, false: domain.CommandPending}[c.DoneAt != nil]; c.Status != want {
 			t.Errorf("command %d (done at %v): status %q, want %q", c.ID, c.DoneAt, c.Status, want)
 		}
 		reads.Commands[i].Status = "" // not in round 1's reads
@@ -187,7 +188,7 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 	}
 
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	save(t, s, nil, []store.PollRecord{record("api-1", at, store.OutcomeSuccess), record("api-2", at, "new")}, 8)
+	save(t, s, nil, []domain.PollRecord{record("api-1", at, domain.OutcomeSuccess), record("api-2", at, "new")}, 8)
 	for name, n := range map[string]int{"api-1": 6, "api-2": 2} {
 		h, err := s.History(t.Context(), name, 100)
 		if err != nil {

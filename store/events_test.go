@@ -7,19 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
 // The outbox of notifications (contract 10.2), through runStoreSuite.
 
-func event(src, name string, at time.Time) store.Event {
-	return store.Event{Source: src, Event: name, State: "error", PreviousState: "backoff", Reason: "2 consecutive failures",
+func event(src, name string, at time.Time) domain.Event {
+	return domain.Event{Source: src, Event: name, State: "error", PreviousState: "backoff", Reason: "2 consecutive failures",
 		ConsecutiveFailures: 2, At: at}
 }
 
-func claimEvents(t *testing.T, s *store.Store, member string, now time.Time, n int) []store.Event {
+func claimEvents(t *testing.T, s *store.Store, member string, now time.Time, n int) []domain.Event {
 	t.Helper()
-	evs, err := s.ClaimEvents(t.Context(), store.EventClaim{Member: member, Now: now, Until: now.Add(time.Minute), Limit: n})
+	evs, err := s.ClaimEvents(t.Context(), domain.EventClaim{Member: member, Now: now, Until: now.Add(time.Minute), Limit: n})
 	if err != nil {
 		t.Fatalf("ClaimEvents: %v", err)
 	}
@@ -39,7 +40,7 @@ func pending(t *testing.T, s *store.Store) int {
 // and a batch that fails half-way commits none.
 func testEventsWithBatch(t *testing.T, s *store.Store, failRecordsOf func(*testing.T, *store.Store, string)) {
 	ev := event("a", "error", base())
-	if err := s.Commit(t.Context(), store.Batch{States: []store.SourceState{fullState("a")}, Events: []store.Event{ev}}, 10); err != nil {
+	if err := s.Commit(t.Context(), domain.Batch{States: []domain.SourceState{fullState("a")}, Events: []domain.Event{ev}}, 10); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	got := claimEvents(t, s, "m1", base(), 10)
@@ -48,10 +49,10 @@ func testEventsWithBatch(t *testing.T, s *store.Store, failRecordsOf func(*testi
 		t.Fatalf("claimed %+v; want the committed event with an id", got)
 	}
 	failRecordsOf(t, s, "boom")
-	err := s.Commit(t.Context(), store.Batch{
-		States:  []store.SourceState{fullState("b")},
-		Records: []store.PollRecord{record("boom", base(), store.OutcomeSuccess)},
-		Events:  []store.Event{event("b", "error", base())},
+	err := s.Commit(t.Context(), domain.Batch{
+		States:  []domain.SourceState{fullState("b")},
+		Records: []domain.PollRecord{record("boom", base(), domain.OutcomeSuccess)},
+		Events:  []domain.Event{event("b", "error", base())},
 	}, 10)
 	if err == nil {
 		t.Fatal("Commit with a failing record insert succeeded")
@@ -59,7 +60,7 @@ func testEventsWithBatch(t *testing.T, s *store.Store, failRecordsOf func(*testi
 	if n := pending(t, s); n != 1 {
 		t.Errorf("pending after a rolled-back batch = %d, want 1 (its event rolled back)", n)
 	}
-	if err := s.Commit(t.Context(), store.Batch{Events: []store.Event{{Event: "error"}}}, 10); err == nil {
+	if err := s.Commit(t.Context(), domain.Batch{Events: []domain.Event{{Event: "error"}}}, 10); err == nil {
 		t.Error("Commit of an event without a source succeeded")
 	}
 }
@@ -68,11 +69,11 @@ func testEventsWithBatch(t *testing.T, s *store.Store, failRecordsOf func(*testi
 // next one once it is sent; a claimed event is not claimed again while the
 // claim holds.
 func testEventClaimOrder(t *testing.T, s *store.Store) {
-	var evs []store.Event
+	var evs []domain.Event
 	for i := range 3 {
 		evs = append(evs, event("a", fmt.Sprintf("e%d", i), base().Add(time.Duration(i)*time.Second)), event("b", fmt.Sprintf("e%d", i), base()))
 	}
-	if err := s.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+	if err := s.Commit(t.Context(), domain.Batch{Events: evs}, 10); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	now := base().Add(time.Minute)
@@ -98,7 +99,7 @@ func testEventClaimOrder(t *testing.T, s *store.Store) {
 // testEventRetryAndDrop: a failed event waits for its next attempt and
 // keeps its place; a claim that expires frees it; old events are dropped.
 func testEventRetryAndDrop(t *testing.T, s *store.Store) {
-	if err := s.Commit(t.Context(), store.Batch{Events: []store.Event{event("a", "error", base()), event("a", "recovered", base())}}, 10); err != nil {
+	if err := s.Commit(t.Context(), domain.Batch{Events: []domain.Event{event("a", "error", base()), event("a", "recovered", base())}}, 10); err != nil {
 		t.Fatal(err)
 	}
 	now := base()
@@ -136,13 +137,13 @@ func testEventClaimersExclusive(t *testing.T, dsn string) {
 	s1 := openAt(t, dsn, store.Options{})
 	s2 := openAt(t, dsn, store.Options{})
 	const sources, per = 5, 12
-	var evs []store.Event
+	var evs []domain.Event
 	for i := range per {
 		for j := range sources {
 			evs = append(evs, event(fmt.Sprintf("s%d", j), fmt.Sprintf("%03d", i), base()))
 		}
 	}
-	if err := s1.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+	if err := s1.Commit(t.Context(), domain.Batch{Events: evs}, 10); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -154,7 +155,7 @@ func testEventClaimersExclusive(t *testing.T, dsn string) {
 		wg.Go(func() {
 			member := fmt.Sprintf("m%d", k)
 			for range 10 * per * sources {
-				got, err := s.ClaimEvents(t.Context(), store.EventClaim{Member: member, Now: base(), Until: base().Add(time.Hour), Limit: 3})
+				got, err := s.ClaimEvents(t.Context(), domain.EventClaim{Member: member, Now: base(), Until: base().Add(time.Hour), Limit: 3})
 				if err != nil {
 					errs <- err
 					return
@@ -200,12 +201,12 @@ func testEventClaimersExclusive(t *testing.T, dsn string) {
 // the older ones, oldest first, except one whose claim holds; a source
 // within the bound is untouched, and what is kept is claimed in order.
 func testEventTrim(t *testing.T, s *store.Store) {
-	var evs []store.Event
+	var evs []domain.Event
 	for i := range 6 {
 		evs = append(evs, event("a", fmt.Sprintf("e%d", i), base()))
 	}
 	evs = append(evs, event("b", "e0", base()), event("b", "e1", base()))
-	if err := s.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+	if err := s.Commit(t.Context(), domain.Batch{Events: evs}, 10); err != nil {
 		t.Fatal(err)
 	}
 	now := base()
@@ -213,7 +214,7 @@ func testEventTrim(t *testing.T, s *store.Store) {
 	if len(claimed) != 1 || claimed[0].Source != "a" || claimed[0].Event != "e0" {
 		t.Fatalf("claimed %+v; want a's e0", claimed)
 	}
-	names := func(evs []store.Event) []string {
+	names := func(evs []domain.Event) []string {
 		var out []string
 		for _, ev := range evs {
 			out = append(out, ev.Source+"/"+ev.Event)
@@ -256,8 +257,8 @@ func testEventTrim(t *testing.T, s *store.Store) {
 // releaseClaims gives back a claim that still holds; without it a claim
 // holds on, and an event already due is left as it is.
 func testEventRetryNow(t *testing.T, s *store.Store) {
-	evs := []store.Event{event("a", "e0", base()), event("b", "e0", base()), event("c", "e0", base())}
-	if err := s.Commit(t.Context(), store.Batch{Events: evs}, 10); err != nil {
+	evs := []domain.Event{event("a", "e0", base()), event("b", "e0", base()), event("c", "e0", base())}
+	if err := s.Commit(t.Context(), domain.Batch{Events: evs}, 10); err != nil {
 		t.Fatal(err)
 	}
 	now := base()
@@ -306,7 +307,7 @@ func testIncidentColumnAdded(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	old := fullState("old")
-	save(t, s, []store.SourceState{old}, nil, 10)
+	save(t, s, []domain.SourceState{old}, nil, 10)
 	if err := store.GormDB(s).Exec("ALTER TABLE source_states DROP COLUMN incident_open").Error; err != nil {
 		t.Fatalf("drop the column: %v", err)
 	}
@@ -321,7 +322,7 @@ func testIncidentColumnAdded(t *testing.T, dsn string) {
 	if err != nil || len(states) != 1 || states[0].IncidentOpen {
 		t.Fatalf("LoadStates = %+v, %v; want the state, no incident open", states, err)
 	}
-	save(t, s, []store.SourceState{fullState("new")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("new")}, nil, 10)
 	if st := mustGet(t, s, "new"); !st.IncidentOpen {
 		t.Fatalf("the incident written after the column came back: %+v", st)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -12,12 +13,12 @@ import (
 // (the dashboard's table, issue 20 item 4): each is what History answers,
 // whether in a tail only, in blocks too, or absent.
 func testHistories(t *testing.T, s *store.Store) {
-	var recs []store.PollRecord
+	var recs []domain.PollRecord
 	for i := range 70 { // a: 70 records, past the tail into blocks
-		recs = append(recs, record("a", base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess))
+		recs = append(recs, record("a", base().Add(time.Duration(i)*time.Second), domain.OutcomeSuccess))
 	}
 	for i := range 3 {
-		recs = append(recs, record("b", base().Add(time.Duration(i)*time.Minute), store.OutcomeFailure))
+		recs = append(recs, record("b", base().Add(time.Duration(i)*time.Minute), domain.OutcomeFailure))
 	}
 	for i := range 10 {
 		save(t, s, nil, recs[i*len(recs)/10:(i+1)*len(recs)/10], 100)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -92,7 +93,7 @@ func TestStoreFileGoneIsNoticed(t *testing.T) {
 			dsn := filepath.Join(t.TempDir(), "pacer.db")
 			var logs logBuffer
 			s, _ := daemonStore(t, dsn, store.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			save(t, s, []store.SourceState{{Name: "a", Paused: true}}, nil, 10)
+			save(t, s, []domain.SourceState{{Name: "a", Paused: true}}, nil, 10)
 			if err := s.Writable(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestStoreFileGoneIsNoticed(t *testing.T) {
 				}
 				return nil
 			})
-			err := s.SaveBatch(t.Context(), []store.SourceState{{Name: "a"}}, nil, 10)
+			err := s.SaveBatch(t.Context(), []domain.SourceState{{Name: "a"}}, nil, 10)
 			if !errors.Is(err, store.ErrStoreGone) {
 				t.Errorf("SaveBatch on a gone file = %v; want ErrStoreGone", err)
 			}
@@ -124,7 +125,7 @@ func TestStoreFileGoneIsNoticed(t *testing.T) {
 			}
 			c.mend(t, dsn)
 			eventually(t, 5*time.Second, "Writable once the file is back", func() error { return s.Writable(t.Context()) })
-			save(t, s, []store.SourceState{{Name: "a", PausedReason: "back"}}, nil, 10)
+			save(t, s, []domain.SourceState{{Name: "a", PausedReason: "back"}}, nil, 10)
 			if st := mustGet(t, s, "a"); st.PausedReason != "back" {
 				t.Errorf("state after the file came back = %+v", st)
 			}
@@ -158,7 +159,7 @@ func TestMissingRecordedStoreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SaveBatch(t.Context(), []store.SourceState{{Name: "a", Paused: true}}, nil, 10); err != nil {
+		if err := s.SaveBatch(t.Context(), []domain.SourceState{{Name: "a", Paused: true}}, nil, 10); err != nil {
 			t.Fatal(err)
 		}
 		if err := errors.Join(s.Close(), l.Release()); err != nil {

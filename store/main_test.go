@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -57,9 +58,9 @@ func runChild(mode, dsn string) int {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1
 		}
-		st := store.SourceState{Name: "crash", PollsTotal: 41, NextRunAt: ptr(time.Now().Add(time.Hour))}
-		rec := store.PollRecord{Source: "crash", StartedAt: time.Now(), Outcome: store.OutcomeSuccess}
-		if err := s.SaveBatch(context.Background(), []store.SourceState{st}, []store.PollRecord{rec}, 10); err != nil {
+		st := domain.SourceState{Name: "crash", PollsTotal: 41, NextRunAt: ptr(time.Now().Add(time.Hour))}
+		rec := domain.PollRecord{Source: "crash", StartedAt: time.Now(), Outcome: domain.OutcomeSuccess}
+		if err := s.SaveBatch(context.Background(), []domain.SourceState{st}, []domain.PollRecord{rec}, 10); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/bench"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -60,14 +61,14 @@ func openPostgresPopulated(b *testing.B, n, depth int) *store.Store {
 	return s
 }
 
-// phaseOrdered returns n source names in phase order (store.NameHash), as
+// phaseOrdered returns n source names in phase order (domain.NameHash), as
 // the daemon commits them.
 func phaseOrdered(n int) []string {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
-	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(domain.NameHash(a), domain.NameHash(b)) })
 	return names
 }
 
@@ -86,8 +87,8 @@ func BenchmarkPostgresCommitRate(b *testing.B) {
 	}
 	round := 0
 	run := func(b *testing.B, batch int, numbered bool) {
-		states := make([]store.SourceState, batch)
-		recs := make([]store.PollRecord, batch)
+		states := make([]domain.SourceState, batch)
+		recs := make([]domain.PollRecord, batch)
 		c0, s0 := bench.CPUTime(), server()
 		for b.Loop() {
 			now := time.Now()
@@ -143,15 +144,15 @@ func BenchmarkPostgresMinuteLoad(b *testing.B) {
 		pg              time.Duration // the server's CPU
 		client, p99, ms float64       // this process's share of a core; commit p99 and pg ms per poll
 	}
-	replay := func(save func([]store.SourceState, []store.PollRecord) error) measure {
+	replay := func(save func([]domain.SourceState, []domain.PollRecord) error) measure {
 		start := time.Now()
 		c0, s0 := bench.CPUTime(), server()
 		sent := 0
 		var commits []time.Duration
 		for k := 1; time.Since(start) < window; k++ {
 			time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
-			var states []store.SourceState
-			var recs []store.PollRecord
+			var states []domain.SourceState
+			var recs []domain.PollRecord
 			now := time.Now()
 			for due := int(perTick * float64(k)); sent < due; sent++ {
 				name := order[next]
@@ -175,7 +176,7 @@ func BenchmarkPostgresMinuteLoad(b *testing.B) {
 		m.ms = float64(m.pg) / float64(sent) / 1e6
 		return m
 	}
-	saveBatch := func(states []store.SourceState, recs []store.PollRecord) error {
+	saveBatch := func(states []domain.SourceState, recs []domain.PollRecord) error {
 		return s.SaveBatch(context.Background(), states, recs, keep)
 	}
 	var pgPerPoll, pgWithAfter, clientCPU, harnessCPU, p99s []float64
@@ -184,7 +185,7 @@ func BenchmarkPostgresMinuteLoad(b *testing.B) {
 		// The window writing nothing also catches the server's work that
 		// the writes left for later (autovacuum, checkpoints): counted
 		// against the polls in pg-cpu-ms/poll+after.
-		h := replay(func([]store.SourceState, []store.PollRecord) error { return nil })
+		h := replay(func([]domain.SourceState, []domain.PollRecord) error { return nil })
 		pgPerPoll, clientCPU, harnessCPU, p99s = append(pgPerPoll, m.ms), append(clientCPU, m.client), append(harnessCPU, h.client), append(p99s, m.p99)
 		pgWithAfter = append(pgWithAfter, float64(m.pg+h.pg)/float64(m.polls)/1e6)
 		b.Logf("round %d: %d polls in %d commits: server %v CPU (%.3f ms/poll, %.2f%% of a core), pacer side %.2f%% of a core "+

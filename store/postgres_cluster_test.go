@@ -10,25 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
 
 func allShards() []int {
-	out := make([]int, store.Shards)
+	out := make([]int, domain.Shards)
 	for i := range out {
 		out[i] = i
 	}
 	return out
 }
 
-func claim(t *testing.T, s *store.Store, member string, lease time.Duration, want, release []int) map[int]store.Claim {
+func claim(t *testing.T, s *store.Store, member string, lease time.Duration, want, release []int) map[int]domain.Claim {
 	t.Helper()
 	cs, err := s.ClaimShards(t.Context(), member, lease, want, release)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[int]store.Claim{}
+	m := map[int]domain.Claim{}
 	for _, c := range cs {
 		if c.Left <= 0 || c.Left > lease {
 			t.Errorf("%s: claim of shard %d has %v left, want within (0, %v]", member, c.Shard, c.Left, lease)
@@ -38,8 +39,8 @@ func claim(t *testing.T, s *store.Store, member string, lease time.Duration, wan
 	return m
 }
 
-func fenceOf(member string, claims map[int]store.Claim) store.Fence {
-	f := store.Fence{Member: member, Fences: map[int]int64{}, ShardOf: func(name string) int { return store.ShardOf(name, "") }}
+func fenceOf(member string, claims map[int]domain.Claim) domain.Fence {
+	f := domain.Fence{Member: member, Fences: map[int]int64{}, ShardOf: func(name string) int { return domain.ShardOf(name, "") }}
 	for sh, c := range claims {
 		f.Fences[sh] = c.Fence
 	}
@@ -48,19 +49,19 @@ func fenceOf(member string, claims map[int]store.Claim) store.Fence {
 
 func TestShardOf(t *testing.T) {
 	for _, name := range []string{"a", "b", "api-1", "api-2"} {
-		if sh := store.ShardOf(name, ""); sh < 0 || sh >= store.Shards || sh != store.ShardOf(name, "") {
+		if sh := domain.ShardOf(name, ""); sh < 0 || sh >= domain.Shards || sh != domain.ShardOf(name, "") {
 			t.Errorf("ShardOf(%q) = %d", name, sh)
 		}
 		// The sources of a group share the group's shard.
-		if store.ShardOf(name, "partner") != store.ShardOf("other", "partner") {
+		if domain.ShardOf(name, "partner") != domain.ShardOf("other", "partner") {
 			t.Errorf("%q and other, both in group partner, are on different shards", name)
 		}
 	}
 	seen := map[int]bool{}
 	for i := range 2000 {
-		seen[store.ShardOf("src-"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), "")] = true
+		seen[domain.ShardOf("src-"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), "")] = true
 	}
-	if len(seen) < store.Shards*9/10 {
+	if len(seen) < domain.Shards*9/10 {
 		t.Errorf("2,000 names fall on %d shards only", len(seen))
 	}
 }
@@ -73,27 +74,27 @@ func TestPostgresClusterClaims(t *testing.T) {
 	s := openAt(t, newPostgresDSN(t), store.Options{})
 	const lease = 2 * time.Second
 	a := claim(t, s, "a", lease, allShards(), nil)
-	if len(a) != store.Shards {
-		t.Fatalf("a claimed %d shards of a free cluster, want %d", len(a), store.Shards)
+	if len(a) != domain.Shards {
+		t.Fatalf("a claimed %d shards of a free cluster, want %d", len(a), domain.Shards)
 	}
 	if b := claim(t, s, "b", lease, allShards(), nil); len(b) != 0 {
 		t.Fatalf("b claimed %d shards held by a", len(b))
 	}
-	sh := store.ShardOf("x", "")
+	sh := domain.ShardOf("x", "")
 	// a renews (want nothing more): it keeps its claims with their fences.
-	if again := claim(t, s, "a", lease, nil, nil); !reflect.DeepEqual(again[sh].Fence, a[sh].Fence) || len(again) != store.Shards {
-		t.Errorf("after a renewal a holds %d shards, fence %d; want %d, fence %d", len(again), again[sh].Fence, store.Shards, a[sh].Fence)
+	if again := claim(t, s, "a", lease, nil, nil); !reflect.DeepEqual(again[sh].Fence, a[sh].Fence) || len(again) != domain.Shards {
+		t.Errorf("after a renewal a holds %d shards, fence %d; want %d, fence %d", len(again), again[sh].Fence, domain.Shards, a[sh].Fence)
 	}
 	fa := fenceOf("a", a)
-	if rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 1}}, nil, 10); err != nil || len(rej) != 0 {
+	if rej, err := s.SaveBatchFenced(t.Context(), fa, []domain.SourceState{{Name: "x", PollsTotal: 1}}, nil, 10); err != nil || len(rej) != 0 {
 		t.Fatalf("a's fenced commit: rejected %v, %v", rej, err)
 	}
 
 	// a stops renewing; after its lease b takes every shard, fences + 1.
 	deadline := time.Now().Add(3 * lease)
-	var b map[int]store.Claim
+	var b map[int]domain.Claim
 	for {
-		if b = claim(t, s, "b", lease, allShards(), nil); len(b) == store.Shards {
+		if b = claim(t, s, "b", lease, allShards(), nil); len(b) == domain.Shards {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -108,13 +109,13 @@ func TestPostgresClusterClaims(t *testing.T) {
 		t.Errorf("a holds %d shards after b took them", len(again))
 	}
 	fb := fenceOf("b", b)
-	if rej, err := s.SaveBatchFenced(t.Context(), fb, []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 0 {
+	if rej, err := s.SaveBatchFenced(t.Context(), fb, []domain.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 0 {
 		t.Fatalf("b's fenced commit: rejected %v, %v", rej, err)
 	}
 	// a's late commit (its poll ended after it lost the shard) is refused:
 	// b's state stays, and no record of a's is kept.
-	rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 99}},
-		[]store.PollRecord{record("x", base(), store.OutcomeSuccess)}, 10)
+	rej, err := s.SaveBatchFenced(t.Context(), fa, []domain.SourceState{{Name: "x", PollsTotal: 99}},
+		[]domain.PollRecord{record("x", base(), domain.OutcomeSuccess)}, 10)
 	if err != nil || !reflect.DeepEqual(rej, []string{"x"}) {
 		t.Errorf("a's stale commit: rejected %v, %v; want [x]", rej, err)
 	}
@@ -125,14 +126,14 @@ func TestPostgresClusterClaims(t *testing.T) {
 		t.Errorf("history of x after a's stale commit: %d records, %v; want none", len(h), err)
 	}
 	// Nor an event of a's: it goes with the state it came with.
-	ev := store.Event{Source: "x", Event: "error", At: base()}
-	if rej, err := s.CommitFenced(t.Context(), fa, store.Batch{States: []store.SourceState{{Name: "x", PollsTotal: 98}}, Events: []store.Event{ev}}, 10); err != nil || len(rej) != 1 {
+	ev := domain.Event{Source: "x", Event: "error", At: base()}
+	if rej, err := s.CommitFenced(t.Context(), fa, domain.Batch{States: []domain.SourceState{{Name: "x", PollsTotal: 98}}, Events: []domain.Event{ev}}, 10); err != nil || len(rej) != 1 {
 		t.Errorf("a's stale commit with an event: rejected %v, %v; want [x]", rej, err)
 	}
 	if n, err := s.PendingEvents(t.Context()); err != nil || n != 0 {
 		t.Errorf("events after a's stale commit: %d, %v; want none", n, err)
 	}
-	if rej, err := s.CommitFenced(t.Context(), fb, store.Batch{States: []store.SourceState{{Name: "x", PollsTotal: 3}}, Events: []store.Event{ev}}, 10); err != nil || len(rej) != 0 {
+	if rej, err := s.CommitFenced(t.Context(), fb, domain.Batch{States: []domain.SourceState{{Name: "x", PollsTotal: 3}}, Events: []domain.Event{ev}}, 10); err != nil || len(rej) != 0 {
 		t.Errorf("b's commit with an event: rejected %v, %v", rej, err)
 	}
 	if n, err := s.PendingEvents(t.Context()); err != nil || n != 1 {
@@ -140,8 +141,8 @@ func TestPostgresClusterClaims(t *testing.T) {
 	}
 
 	// b releases half of its shards: a claims them at once, no lease wait.
-	half := allShards()[:store.Shards/2]
-	if left := claim(t, s, "b", lease, nil, half); len(left) != store.Shards-len(half) {
+	half := allShards()[:domain.Shards/2]
+	if left := claim(t, s, "b", lease, nil, half); len(left) != domain.Shards-len(half) {
 		t.Errorf("b holds %d shards after releasing %d", len(left), len(half))
 	}
 	if got := claim(t, s, "a", lease, half, nil); len(got) != len(half) {
@@ -157,7 +158,7 @@ func TestPostgresClusterMembers(t *testing.T) {
 	const lease = time.Second
 	started := time.Now()
 	for _, name := range []string{"m2", "m1"} {
-		if _, err := s.Heartbeat(t.Context(), store.Member{Name: name, StartedAt: started, ConfigFingerprint: "f1", OwnedSources: 3}, lease); err != nil {
+		if _, err := s.Heartbeat(t.Context(), domain.Member{Name: name, StartedAt: started, ConfigFingerprint: "f1", OwnedSources: 3}, lease); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +197,7 @@ func TestSQLiteHasNoCluster(t *testing.T) {
 	if _, err := s.ClaimShards(t.Context(), "a", time.Second, []int{1}, nil); !errors.Is(err, store.ErrNoCluster) {
 		t.Errorf("ClaimShards on SQLite = %v, want ErrNoCluster", err)
 	}
-	if _, err := s.Heartbeat(t.Context(), store.Member{Name: "a"}, time.Second); !errors.Is(err, store.ErrNoCluster) {
+	if _, err := s.Heartbeat(t.Context(), domain.Member{Name: "a"}, time.Second); !errors.Is(err, store.ErrNoCluster) {
 		t.Errorf("Heartbeat on SQLite = %v, want ErrNoCluster", err)
 	}
 }
@@ -208,7 +209,7 @@ func TestPostgresShardOwnersAndStatesOf(t *testing.T) {
 	if got, err := s.ShardOwners(t.Context()); err != nil || !reflect.DeepEqual(got, map[int]string{1: "a", 2: "a", 3: "b"}) {
 		t.Errorf("ShardOwners = %v, %v", got, err)
 	}
-	save(t, s, []store.SourceState{fullState("x"), fullState("y"), fullState("z")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("x"), fullState("y"), fullState("z")}, nil, 10)
 	got, err := s.LoadStatesOf(t.Context(), []string{"z", "x", "never-saved"})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestPostgresShardOwnersAndStatesOf(t *testing.T) {
 		}
 	}
 	want := []string{"x", "z"}
-	if store.NameHash("z") < store.NameHash("x") {
+	if domain.NameHash("z") < domain.NameHash("x") {
 		want = []string{"z", "x"}
 	}
 	if !reflect.DeepEqual(names, want) {
@@ -237,7 +238,7 @@ func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
 	dsn := newPostgresDSN(t)
 	sa, sb := openAt(t, dsn, store.Options{}), openAt(t, dsn, store.Options{})
 	const lease = 2 * time.Second
-	sh := store.ShardOf("x", "")
+	sh := domain.ShardOf("x", "")
 	a := claim(t, sa, "a", lease, []int{sh}, nil)
 	for _, q := range []string{
 		"CREATE FUNCTION slow_records() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(" +
@@ -255,8 +256,8 @@ func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		rej, err := sa.SaveBatchFenced(context.Background(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 1}},
-			[]store.PollRecord{record("x", base(), store.OutcomeSuccess)}, 10)
+		rej, err := sa.SaveBatchFenced(context.Background(), fenceOf("a", a), []domain.SourceState{{Name: "x", PollsTotal: 1}},
+			[]domain.PollRecord{record("x", base(), domain.OutcomeSuccess)}, 10)
 		done <- result{rej, err, time.Now()}
 	}()
 	// b tries to take the shard until it gets it: not before a's commit,
@@ -283,7 +284,7 @@ func TestPostgresFencedCommitHoldsOffTakeOver(t *testing.T) {
 	if r.err != nil || len(r.rejected) != 0 {
 		t.Fatalf("a's fenced commit: rejected %v, %v", r.rejected, r.err)
 	}
-	if rej, err := sa.SaveBatchFenced(t.Context(), fenceOf("a", a), []store.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 1 {
+	if rej, err := sa.SaveBatchFenced(t.Context(), fenceOf("a", a), []domain.SourceState{{Name: "x", PollsTotal: 2}}, nil, 10); err != nil || len(rej) != 1 {
 		t.Errorf("a's commit after the take-over: rejected %v, %v; want [x]", rej, err)
 	}
 }
@@ -332,7 +333,7 @@ func TestMemberLockShared(t *testing.T) {
 func TestPostgresReclaimOwnExpiredShard(t *testing.T) {
 	s := openAt(t, newPostgresDSN(t), store.Options{})
 	const lease = 2 * time.Second
-	x, y := store.ShardOf("x", ""), store.ShardOf("y", "")
+	x, y := domain.ShardOf("x", ""), domain.ShardOf("y", "")
 	if x == y {
 		t.Fatalf("x and y on one shard %d", x)
 	}
@@ -358,7 +359,7 @@ func TestPostgresReclaimOwnExpiredShard(t *testing.T) {
 	if again[y].Fence <= a[y].Fence {
 		t.Errorf("shard %d reclaimed after b held it: fence %d, want above %d", y, again[y].Fence, a[y].Fence)
 	}
-	rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 3}, {Name: "y", PollsTotal: 3}}, nil, 10)
+	rej, err := s.SaveBatchFenced(t.Context(), fa, []domain.SourceState{{Name: "x", PollsTotal: 3}, {Name: "y", PollsTotal: 3}}, nil, 10)
 	if err != nil || !reflect.DeepEqual(rej, []string{"y"}) {
 		t.Errorf("a's commit with its first fences: rejected %v, %v; want [y] only", rej, err)
 	}
@@ -377,7 +378,7 @@ func TestPostgresReclaimOwnExpiredShard(t *testing.T) {
 func TestPostgresFencedCommitAfterLapsedLease(t *testing.T) {
 	s := openAt(t, newPostgresDSN(t), store.Options{})
 	const lease = 300 * time.Millisecond
-	x := store.ShardOf("x", "")
+	x := domain.ShardOf("x", "")
 	fa := fenceOf("a", claim(t, s, "a", lease, []int{x}, nil))
 	waitfor.NoError(t, 10*time.Second, "a's lease on shard x to run out", func() error {
 		owners, err := s.ShardOwners(t.Context())
@@ -389,7 +390,7 @@ func TestPostgresFencedCommitAfterLapsedLease(t *testing.T) {
 		}
 		return nil
 	})
-	rej, err := s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 5}}, nil, 10)
+	rej, err := s.SaveBatchFenced(t.Context(), fa, []domain.SourceState{{Name: "x", PollsTotal: 5}}, nil, 10)
 	if err != nil || len(rej) != 0 {
 		t.Fatalf("a's commit after its lease lapsed, nobody else claiming: rejected %v, %v; want committed", rej, err)
 	}
@@ -399,7 +400,7 @@ func TestPostgresFencedCommitAfterLapsedLease(t *testing.T) {
 	if len(claim(t, s, "b", time.Minute, []int{x}, nil)) != 1 {
 		t.Fatalf("b could not claim the lapsed shard %d", x)
 	}
-	rej, err = s.SaveBatchFenced(t.Context(), fa, []store.SourceState{{Name: "x", PollsTotal: 6}}, nil, 10)
+	rej, err = s.SaveBatchFenced(t.Context(), fa, []domain.SourceState{{Name: "x", PollsTotal: 6}}, nil, 10)
 	if err != nil || !reflect.DeepEqual(rej, []string{"x"}) {
 		t.Errorf("a's commit once b claimed the shard: rejected %v, %v; want [x]", rej, err)
 	}
@@ -422,7 +423,7 @@ func TestPostgresMemberClockOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openAt(t, dsn, store.Options{})
-	if _, err := s.Heartbeat(t.Context(), store.Member{Name: "a", StartedAt: time.Now(), ClockOffsetMs: -7003}, time.Minute); err != nil {
+	if _, err := s.Heartbeat(t.Context(), domain.Member{Name: "a", StartedAt: time.Now(), ClockOffsetMs: -7003}, time.Minute); err != nil {
 		t.Fatalf("heartbeat on a store opened without the column: %v", err)
 	}
 	ms, err := s.Members(t.Context(), time.Minute)

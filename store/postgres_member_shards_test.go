@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -20,7 +21,7 @@ func TestShardSources(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	for _, name := range []string{"a", "b"} {
-		if _, err := s.Heartbeat(ctx, store.Member{Name: name, StartedAt: time.Now()}, 10*time.Second); err != nil {
+		if _, err := s.Heartbeat(ctx, domain.Member{Name: name, StartedAt: time.Now()}, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

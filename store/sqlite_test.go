@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -121,7 +122,7 @@ func TestSQLiteOddPath(t *testing.T) {
 	}
 	path := filepath.Join(dir, "p?x#y%20.db")
 	s := openAt(t, path, store.Options{})
-	save(t, s, []store.SourceState{fullState("a")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("a")}, nil, 10)
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("database not at its path: %v", err)
 	}
@@ -163,7 +164,7 @@ func TestSQLiteReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	save(t, s, []store.SourceState{fullState("a")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("a")}, nil, 10)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +186,10 @@ func TestSQLiteReadOnly(t *testing.T) {
 		t.Errorf("Writable on a read-only database = %v; want a readonly error", err)
 	}
 	t.Logf("expected error: %v", err)
-	if err := ro.SaveBatch(t.Context(), []store.SourceState{fullState("b")}, nil, 10); err == nil {
+	if err := ro.SaveBatch(t.Context(), []domain.SourceState{fullState("b")}, nil, 10); err == nil {
 		t.Error("SaveBatch on a read-only database succeeded")
 	}
-	if err := ro.EnqueueCommand(t.Context(), &store.Command{Source: "a", Action: "reset"}); err == nil {
+	if err := ro.EnqueueCommand(t.Context(), &domain.Command{Source: "a", Action: "reset"}); err == nil {
 		t.Error("EnqueueCommand on a read-only database succeeded")
 	}
 }
@@ -198,7 +199,7 @@ func TestSQLiteReadOnly(t *testing.T) {
 // the failed batch leaves nothing, and writes work again once there is room.
 func TestSQLiteFull(t *testing.T) {
 	s := openSQLite(t)
-	save(t, s, []store.SourceState{fullState("before")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("before")}, nil, 10)
 	db := store.GormDB(s)
 	pages := pragma(t, s, "page_count")
 	if err := db.Exec("PRAGMA max_page_count = " + pages).Error; err != nil {
@@ -225,11 +226,11 @@ func TestSQLiteFull(t *testing.T) {
 		t.Errorf("Writable on a full database = %v; want SQLITE_FULL", err)
 	}
 	t.Logf("expected error: %v", err)
-	var batch []store.SourceState
+	var batch []domain.SourceState
 	for i := range 1000 {
 		batch = append(batch, fullState(fmt.Sprint("s", i)))
 	}
-	err = s.SaveBatch(t.Context(), batch, []store.PollRecord{record("before", base(), store.OutcomeSuccess)}, 10)
+	err = s.SaveBatch(t.Context(), batch, []domain.PollRecord{record("before", base(), domain.OutcomeSuccess)}, 10)
 	if err == nil || !strings.Contains(err.Error(), "database or disk is full") {
 		t.Errorf("SaveBatch on a full database = %v; want SQLITE_FULL", err)
 	}
@@ -274,7 +275,7 @@ func TestSQLiteBusy(t *testing.T) {
 		t.Errorf("LoadStates while another connection writes: %v", err)
 	}
 	start := time.Now()
-	err = s.SaveBatch(t.Context(), []store.SourceState{fullState("a")}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	err = s.SaveBatch(t.Context(), []domain.SourceState{fullState("a")}, []domain.PollRecord{record("a", base(), domain.OutcomeSuccess)}, 10)
 	elapsed := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("SaveBatch while another connection writes = %v; want 'database is locked'", err)
@@ -290,7 +291,7 @@ func TestSQLiteBusy(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	save(t, s, []store.SourceState{fullState("a")}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	save(t, s, []domain.SourceState{fullState("a")}, []domain.PollRecord{record("a", base(), domain.OutcomeSuccess)}, 10)
 	mustGet(t, s, "a")
 	if err := s.Writable(t.Context()); err != nil {
 		t.Errorf("Writable after the other committed: %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -20,11 +21,11 @@ func testReopenKeepsData(t *testing.T, dsn string) {
 	}
 	full := fullState("a")
 	before := time.Now()
-	rec := record("a", base(), store.OutcomeSuccess)
+	rec := record("a", base(), domain.OutcomeSuccess)
 	rec.Changed, rec.Digest = true, full.Digest
-	save(t, s, []store.SourceState{full}, []store.PollRecord{rec}, 10)
+	save(t, s, []domain.SourceState{full}, []domain.PollRecord{rec}, 10)
 	after := time.Now()
-	c := &store.Command{Source: "a", Action: "pause"}
+	c := &domain.Command{Source: "a", Action: "pause"}
 	if err := s.EnqueueCommand(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +50,10 @@ func testReopenKeepsData(t *testing.T, dsn string) {
 // round.
 func testTwoStores(t *testing.T, dsn string) {
 	s1 := openAt(t, dsn, store.Options{})
-	save(t, s1, []store.SourceState{fullState("one")}, nil, 10)
+	save(t, s1, []domain.SourceState{fullState("one")}, nil, 10)
 	s2 := openAt(t, dsn, store.Options{})
 	mustGet(t, s2, "one")
-	save(t, s2, []store.SourceState{fullState("two")}, nil, 10)
+	save(t, s2, []domain.SourceState{fullState("two")}, nil, 10)
 	mustGet(t, s1, "two")
 }
 
@@ -105,8 +106,8 @@ func testHistoryStoredBound(t *testing.T, s *store.Store) {
 	block := int(store.BlockSize(keep))
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for seq := int64(1); seq <= 1000; seq++ {
-		r := store.PollRecord{Source: "a", Seq: seq, StartedAt: at.Add(time.Duration(seq) * time.Second), Outcome: store.OutcomeSuccess}
-		if err := s.SaveBatch(ctx, []store.SourceState{{Name: "a", HistorySeq: seq}}, []store.PollRecord{r}, keep); err != nil {
+		r := domain.PollRecord{Source: "a", Seq: seq, StartedAt: at.Add(time.Duration(seq) * time.Second), Outcome: domain.OutcomeSuccess}
+		if err := s.SaveBatch(ctx, []domain.SourceState{{Name: "a", HistorySeq: seq}}, []domain.PollRecord{r}, keep); err != nil {
 			t.Fatal(err)
 		}
 		if seq%97 != 0 && seq != 1000 {
@@ -131,16 +132,16 @@ func testHistoryStoredBound(t *testing.T, s *store.Store) {
 func testHistoryReplacedSeqs(t *testing.T, s *store.Store, checkStored func(*testing.T, *store.Store)) {
 	ctx := context.Background()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec := func(seq int64) store.PollRecord {
-		return store.PollRecord{Source: "a", Seq: seq, StartedAt: at.Add(time.Duration(seq) * time.Second), Outcome: store.OutcomeSuccess}
+	rec := func(seq int64) domain.PollRecord {
+		return domain.PollRecord{Source: "a", Seq: seq, StartedAt: at.Add(time.Duration(seq) * time.Second), Outcome: domain.OutcomeSuccess}
 	}
 	const keep = 100 // blocks of 25
 	for seq := int64(1); seq <= 76; seq++ {
-		if err := s.SaveBatch(ctx, nil, []store.PollRecord{rec(seq)}, keep); err != nil {
+		if err := s.SaveBatch(ctx, nil, []domain.PollRecord{rec(seq)}, keep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var again []store.PollRecord
+	var again []domain.PollRecord
 	for seq := int64(1); seq <= 40; seq++ {
 		again = append(again, rec(seq))
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -99,9 +100,9 @@ func storedPtr(t *time.Time) *time.Time {
 }
 
 // fullState has every field set to a non-zero value.
-func fullState(name string) store.SourceState {
+func fullState(name string) domain.SourceState {
 	b := base()
-	return store.SourceState{
+	return domain.SourceState{
 		Name:                 name,
 		Fingerprint:          "3f2a9c",
 		ConsecutiveFailures:  7,
@@ -111,7 +112,7 @@ func fullState(name string) store.SourceState {
 		LastSuccessAt:        ptr(b.Add(-time.Hour)),
 		LastError:            "GET https://example.com/status: 502 Bad Gateway",
 		LastErrorAt:          ptr(b.Add(-time.Minute)),
-		LastOutcome:          store.OutcomeFailure,
+		LastOutcome:          domain.OutcomeFailure,
 		BreakerState:         "open",
 		BreakerUntil:         ptr(b.Add(30 * time.Second)),
 		ErrorReason:          "10 consecutive failures; last: boom",
@@ -132,7 +133,7 @@ func fullState(name string) store.SourceState {
 }
 
 // wantState is st as stored, with UpdatedAt taken from got (checked apart).
-func wantState(st store.SourceState, got store.SourceState) store.SourceState {
+func wantState(st domain.SourceState, got domain.SourceState) domain.SourceState {
 	st.NextRunAt = storedPtr(st.NextRunAt)
 	st.LastRunAt = storedPtr(st.LastRunAt)
 	st.LastSuccessAt = storedPtr(st.LastSuccessAt)
@@ -150,7 +151,7 @@ func checkUTC(t *testing.T, what string, tm *time.Time) {
 	}
 }
 
-func checkState(t *testing.T, got, in store.SourceState, before, after time.Time) {
+func checkState(t *testing.T, got, in domain.SourceState, before, after time.Time) {
 	t.Helper()
 	for what, tm := range map[string]*time.Time{
 		"NextRunAt": got.NextRunAt, "LastRunAt": got.LastRunAt, "LastSuccessAt": got.LastSuccessAt,
@@ -167,7 +168,7 @@ func checkState(t *testing.T, got, in store.SourceState, before, after time.Time
 	}
 }
 
-func fmtState(st store.SourceState) string {
+func fmtState(st domain.SourceState) string {
 	f := func(t *time.Time) string {
 		if t == nil {
 			return "nil"
@@ -178,14 +179,14 @@ func fmtState(st store.SourceState) string {
 		f(st.NextRunAt), f(st.LastRunAt), f(st.LastSuccessAt), f(st.BreakerUntil))
 }
 
-func save(t *testing.T, s *store.Store, states []store.SourceState, records []store.PollRecord, keep int) {
+func save(t *testing.T, s *store.Store, states []domain.SourceState, records []domain.PollRecord, keep int) {
 	t.Helper()
 	if err := s.SaveBatch(t.Context(), states, records, keep); err != nil {
 		t.Fatalf("SaveBatch: %v", err)
 	}
 }
 
-func mustGet(t *testing.T, s *store.Store, name string) store.SourceState {
+func mustGet(t *testing.T, s *store.Store, name string) domain.SourceState {
 	t.Helper()
 	st, ok, err := s.GetState(t.Context(), name)
 	if err != nil || !ok {
@@ -196,9 +197,9 @@ func mustGet(t *testing.T, s *store.Store, name string) store.SourceState {
 
 func testRoundTrip(t *testing.T, s *store.Store) {
 	full := fullState("full")
-	empty := store.SourceState{Name: "never-polled"} // every time nil, every field zero
+	empty := domain.SourceState{Name: "never-polled"} // every time nil, every field zero
 	before := time.Now()
-	save(t, s, []store.SourceState{full, empty}, nil, 10)
+	save(t, s, []domain.SourceState{full, empty}, nil, 10)
 	after := time.Now()
 
 	checkState(t, mustGet(t, s, "full"), full, before, after)
@@ -211,18 +212,18 @@ func testRoundTrip(t *testing.T, s *store.Store) {
 }
 
 func testUpsertOverwrites(t *testing.T, s *store.Store) {
-	save(t, s, []store.SourceState{fullState("a"), fullState("b")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("a"), fullState("b")}, nil, 10)
 
 	// Every column is written, zero values and nil times included.
-	a2 := store.SourceState{
+	a2 := domain.SourceState{
 		Name:         "a",
 		NextRunAt:    ptr(base().Add(time.Hour)),
-		LastOutcome:  store.OutcomeSuccess,
+		LastOutcome:  domain.OutcomeSuccess,
 		BreakerState: "closed",
 		PollsTotal:   121,
 	}
 	before := time.Now()
-	save(t, s, []store.SourceState{a2}, nil, 10)
+	save(t, s, []domain.SourceState{a2}, nil, 10)
 	after := time.Now()
 	checkState(t, mustGet(t, s, "a"), a2, before, after)
 
@@ -241,14 +242,14 @@ func testLoadStates(t *testing.T, s *store.Store) {
 	// More than one upsert chunk in one batch, then a second batch that
 	// updates some and adds others.
 	const n = 1234
-	var batch []store.SourceState
+	var batch []domain.SourceState
 	for i := range n {
 		st := fullState(fmt.Sprintf("src-%05d", i))
 		st.PollsTotal = int64(i)
 		batch = append(batch, st)
 	}
 	save(t, s, batch, nil, 10)
-	var batch2 []store.SourceState
+	var batch2 []domain.SourceState
 	for i := n - 10; i < n+5; i++ {
 		st := fullState(fmt.Sprintf("src-%05d", i))
 		st.PollsTotal = int64(i) * 1000
@@ -264,7 +265,7 @@ func testLoadStates(t *testing.T, s *store.Store) {
 		t.Fatalf("LoadStates returned %d states, want %d", len(states), n+5)
 	}
 	// In the order of the table, which is not the order of the names.
-	slices.SortFunc(states, func(a, b store.SourceState) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(states, func(a, b domain.SourceState) int { return strings.Compare(a.Name, b.Name) })
 	for i, st := range states {
 		want := int64(i)
 		if i >= n-10 {
@@ -278,9 +279,9 @@ func testLoadStates(t *testing.T, s *store.Store) {
 }
 
 func testGetStateMissing(t *testing.T, s *store.Store) {
-	save(t, s, []store.SourceState{fullState("present")}, nil, 10)
+	save(t, s, []domain.SourceState{fullState("present")}, nil, 10)
 	st, ok, err := s.GetState(t.Context(), "absent")
-	if err != nil || ok || !reflect.DeepEqual(st, store.SourceState{}) {
+	if err != nil || ok || !reflect.DeepEqual(st, domain.SourceState{}) {
 		t.Fatalf("GetState(absent) = %+v, %v, %v; want zero, false, nil", st, ok, err)
 	}
 }
@@ -288,19 +289,19 @@ func testGetStateMissing(t *testing.T, s *store.Store) {
 func testDuplicateNames(t *testing.T, s *store.Store) {
 	first, last := fullState("dup"), fullState("dup")
 	first.PollsTotal, last.PollsTotal = 1, 2
-	save(t, s, []store.SourceState{first, fullState("other"), last}, nil, 10)
+	save(t, s, []domain.SourceState{first, fullState("other"), last}, nil, 10)
 	if got := mustGet(t, s, "dup"); got.PollsTotal != 2 {
 		t.Fatalf("PollsTotal = %d, want 2 (the last occurrence wins)", got.PollsTotal)
 	}
 }
 
-func record(src string, started time.Time, outcome string) store.PollRecord {
-	return store.PollRecord{Source: src, StartedAt: started, DurationMs: 12, Outcome: outcome, Bytes: 42}
+func record(src string, started time.Time, outcome string) domain.PollRecord {
+	return domain.PollRecord{Source: src, StartedAt: started, DurationMs: 12, Outcome: outcome, Bytes: 42}
 }
 
 // checkNothingOf checks that the failed batch left a and c as they were and
 // created no b.
-func checkNothingOf(t *testing.T, s *store.Store, a store.SourceState) {
+func checkNothingOf(t *testing.T, s *store.Store, a domain.SourceState) {
 	t.Helper()
 	got := mustGet(t, s, "a")
 	if want := wantState(a, got); !reflect.DeepEqual(got, want) {
@@ -317,7 +318,7 @@ func checkNothingOf(t *testing.T, s *store.Store, a store.SourceState) {
 
 func testSaveBatchAtomic(t *testing.T, s *store.Store, failRecordsOf func(*testing.T, *store.Store, string)) {
 	a := fullState("a")
-	save(t, s, []store.SourceState{a}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	save(t, s, []domain.SourceState{a}, []domain.PollRecord{record("a", base(), domain.OutcomeSuccess)}, 10)
 	hist, err := s.History(t.Context(), "a", 10)
 	if err != nil || len(hist) != 1 || hist[0].Seq != 1 {
 		t.Fatalf("History = %+v, %v; want one record with Seq 1", hist, err)
@@ -328,8 +329,8 @@ func testSaveBatchAtomic(t *testing.T, s *store.Store, failRecordsOf func(*testi
 	failRecordsOf(t, s, "boom")
 	a2 := a
 	a2.PollsTotal = 999
-	err = s.SaveBatch(t.Context(), []store.SourceState{a2, fullState("b")},
-		[]store.PollRecord{record("a", base().Add(time.Minute), store.OutcomeFailure), record("boom", base(), store.OutcomeSuccess)}, 10)
+	err = s.SaveBatch(t.Context(), []domain.SourceState{a2, fullState("b")},
+		[]domain.PollRecord{record("a", base().Add(time.Minute), domain.OutcomeFailure), record("boom", base(), domain.OutcomeSuccess)}, 10)
 	if err == nil {
 		t.Fatal("SaveBatch with a failing record insert succeeded")
 	}
@@ -337,7 +338,7 @@ func testSaveBatchAtomic(t *testing.T, s *store.Store, failRecordsOf func(*testi
 	checkNothingOf(t, s, a)
 	// The store is still usable, and numbering goes on from the stored
 	// records, not from the rolled-back ones.
-	save(t, s, nil, []store.PollRecord{record("a", base().Add(2*time.Minute), store.OutcomeSuccess)}, 10)
+	save(t, s, nil, []domain.PollRecord{record("a", base().Add(2*time.Minute), domain.OutcomeSuccess)}, 10)
 	if hist, err := s.History(t.Context(), "a", 10); err != nil || len(hist) != 2 || hist[0].Seq != 2 {
 		t.Errorf("History after a rolled-back batch = %+v, %v; want 2 records, the newest with Seq 2", hist, err)
 	}
@@ -345,13 +346,13 @@ func testSaveBatchAtomic(t *testing.T, s *store.Store, failRecordsOf func(*testi
 
 func testSaveBatchCancelled(t *testing.T, s *store.Store) {
 	a := fullState("a")
-	save(t, s, []store.SourceState{a}, []store.PollRecord{record("a", base(), store.OutcomeSuccess)}, 10)
+	save(t, s, []domain.SourceState{a}, []domain.PollRecord{record("a", base(), domain.OutcomeSuccess)}, 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	a2 := a
 	a2.PollsTotal = 999
-	err := s.SaveBatch(ctx, []store.SourceState{a2, fullState("b")},
-		[]store.PollRecord{record("a", base().Add(time.Minute), store.OutcomeFailure)}, 10)
+	err := s.SaveBatch(ctx, []domain.SourceState{a2, fullState("b")},
+		[]domain.PollRecord{record("a", base().Add(time.Minute), domain.OutcomeFailure)}, 10)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("SaveBatch with a cancelled context = %v; want context.Canceled", err)
 	}
@@ -359,10 +360,10 @@ func testSaveBatchCancelled(t *testing.T, s *store.Store) {
 }
 
 func testSaveBatchInvalid(t *testing.T, s *store.Store) {
-	if err := s.SaveBatch(t.Context(), []store.SourceState{fullState("ok"), {}}, nil, 10); err == nil {
+	if err := s.SaveBatch(t.Context(), []domain.SourceState{fullState("ok"), {}}, nil, 10); err == nil {
 		t.Error("SaveBatch accepted a state without a name")
 	}
-	if err := s.SaveBatch(t.Context(), nil, []store.PollRecord{record("", base(), store.OutcomeSuccess)}, 10); err == nil {
+	if err := s.SaveBatch(t.Context(), nil, []domain.PollRecord{record("", base(), domain.OutcomeSuccess)}, 10); err == nil {
 		t.Error("SaveBatch accepted a record without a source")
 	}
 	if _, ok, err := s.GetState(t.Context(), "ok"); err != nil || ok {
@@ -373,7 +374,7 @@ func testSaveBatchInvalid(t *testing.T, s *store.Store) {
 	}
 }
 
-func startedAts(recs []store.PollRecord) []time.Time {
+func startedAts(recs []domain.PollRecord) []time.Time {
 	var out []time.Time
 	for _, r := range recs {
 		out = append(out, r.StartedAt)
@@ -384,9 +385,9 @@ func startedAts(recs []store.PollRecord) []time.Time {
 func testHistoryTrim(t *testing.T, s *store.Store) {
 	// c gets 5 records with trimming off, and no record later: it is not
 	// trimmed by batches that do not concern it.
-	var cRecs []store.PollRecord
+	var cRecs []domain.PollRecord
 	for i := range 5 {
-		cRecs = append(cRecs, record("c", base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess))
+		cRecs = append(cRecs, record("c", base().Add(time.Duration(i)*time.Second), domain.OutcomeSuccess))
 	}
 	save(t, s, nil, cRecs, 0)
 
@@ -394,11 +395,11 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 	for i := range 10 {
 		st := fullState("a")
 		st.PollsTotal = int64(i + 1)
-		recs := []store.PollRecord{record("a", base().Add(time.Duration(i)*time.Minute), store.OutcomeSuccess)}
+		recs := []domain.PollRecord{record("a", base().Add(time.Duration(i)*time.Minute), domain.OutcomeSuccess)}
 		if i%2 == 0 {
-			recs = append(recs, record("b", base().Add(time.Duration(i)*time.Minute), store.OutcomeFailure))
+			recs = append(recs, record("b", base().Add(time.Duration(i)*time.Minute), domain.OutcomeFailure))
 		}
-		save(t, s, []store.SourceState{st}, recs, 3)
+		save(t, s, []domain.SourceState{st}, recs, 3)
 		hist, err := s.History(t.Context(), "a", 100)
 		if err != nil {
 			t.Fatal(err)
@@ -428,9 +429,9 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 	// Newest means last saved, whatever the start times: with equal ones,
 	// the last inserted records are the ones kept.
 	same := base().Add(time.Hour)
-	var tie []store.PollRecord
+	var tie []domain.PollRecord
 	for i := range 4 {
-		r := record("t", same, store.OutcomeSuccess)
+		r := record("t", same, domain.OutcomeSuccess)
 		r.Bytes = int64(i)
 		tie = append(tie, r)
 	}
@@ -444,9 +445,9 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 	}
 
 	// A batch with more records of one source than keep.
-	var many []store.PollRecord
+	var many []domain.PollRecord
 	for i := range 10 {
-		many = append(many, record("m", base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess))
+		many = append(many, record("m", base().Add(time.Duration(i)*time.Second), domain.OutcomeSuccess))
 	}
 	save(t, s, nil, many, 3)
 	if hm, err := s.History(t.Context(), "m", 100); err != nil || len(hm) != 3 ||
@@ -456,19 +457,19 @@ func testHistoryTrim(t *testing.T, s *store.Store) {
 }
 
 func testHistoryOrder(t *testing.T, s *store.Store) {
-	full := store.PollRecord{
-		Source: "a", StartedAt: base().Add(3 * time.Minute), DurationMs: 1234, Outcome: store.OutcomeFailure,
+	full := domain.PollRecord{
+		Source: "a", StartedAt: base().Add(3 * time.Minute), DurationMs: 1234, Outcome: domain.OutcomeFailure,
 		Error: "GET https://example.com/status: 502 Bad Gateway", StatusCode: ptr(502), ExitCode: ptr(3), Bytes: 10 << 20,
 	}
 	// Start times out of order on purpose, with another source in between:
 	// the order is the order of saving.
-	recs := []store.PollRecord{
-		record("a", base().Add(1*time.Minute), store.OutcomeSuccess),
+	recs := []domain.PollRecord{
+		record("a", base().Add(1*time.Minute), domain.OutcomeSuccess),
 		full,
-		record("other", base().Add(10*time.Minute), store.OutcomeSuccess),
-		record("a", base().Add(5*time.Minute), store.OutcomeThrottled),
-		record("a", base(), store.OutcomeInterrupted),
-		record("a", base().Add(2*time.Minute), store.OutcomeSuccess),
+		record("other", base().Add(10*time.Minute), domain.OutcomeSuccess),
+		record("a", base().Add(5*time.Minute), domain.OutcomeThrottled),
+		record("a", base(), domain.OutcomeInterrupted),
+		record("a", base().Add(2*time.Minute), domain.OutcomeSuccess),
 	}
 	save(t, s, nil, recs, 0)
 
@@ -490,7 +491,7 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 		t.Errorf("a's oldest record started at %v, want %v", all[4].StartedAt, want)
 	}
 	if o, err := s.History(t.Context(), "other", 100); err != nil || len(o) != 1 ||
-		!o[0].StartedAt.Equal(stored(base().Add(10*time.Minute))) || o[0].Outcome != store.OutcomeSuccess {
+		!o[0].StartedAt.Equal(stored(base().Add(10*time.Minute))) || o[0].Outcome != domain.OutcomeSuccess {
 		t.Fatalf("History(other) = %+v, %v; want its one record", o, err)
 	}
 	for i, r := range all {
@@ -517,7 +518,7 @@ func testHistoryOrder(t *testing.T, s *store.Store) {
 	// Times in any zone come back as the same instant, in UTC.
 	east := time.Date(2026, 1, 1, 15, 30, 0, 0, time.FixedZone("E", 5*3600+1800))
 	west := time.Date(2026, 1, 1, 4, 0, 0, 0, time.FixedZone("W", -7*3600))
-	save(t, s, nil, []store.PollRecord{record("z", west, store.OutcomeSuccess), record("z", east, store.OutcomeSuccess)}, 1)
+	save(t, s, nil, []domain.PollRecord{record("z", west, domain.OutcomeSuccess), record("z", east, domain.OutcomeSuccess)}, 1)
 	hz, err := s.History(t.Context(), "z", 10)
 	if err != nil || len(hz) != 1 || !hz[0].StartedAt.Equal(east) || hz[0].StartedAt.Location() != time.UTC {
 		t.Errorf("History(z) = %v, %v; want only %v (the last saved)", startedAts(hz), err, east.UTC())
@@ -531,7 +532,7 @@ func testCommands(t *testing.T, s *store.Store) {
 		t.Fatalf("PendingCommands on an empty store = %v, %v; want an empty slice", pending, err)
 	}
 	before := time.Now()
-	cmds := []*store.Command{
+	cmds := []*domain.Command{
 		{Source: "a", Action: "pause", Reason: "maintenance"},
 		{Source: "b", Action: "trigger"},
 		{Source: "c", Action: "reset"},
@@ -553,7 +554,7 @@ func testCommands(t *testing.T, s *store.Store) {
 	}
 
 	for _, c := range cmds {
-		if c.Status != store.CommandPending {
+		if c.Status != domain.CommandPending {
 			t.Errorf("enqueued command %d: status %q, want pending", c.ID, c.Status)
 		}
 	}
@@ -583,7 +584,7 @@ func testCommands(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	if got.DoneAt == nil || got.Result != "source b is paused" || got.Code != "conflict" || got.Source != "b" || got.Action != "trigger" ||
-		got.Status != store.CommandDone {
+		got.Status != domain.CommandDone {
 		t.Errorf("completed command = %+v", got)
 	}
 	checkUTC(t, "DoneAt", got.DoneAt)
@@ -610,7 +611,7 @@ func testCommands(t *testing.T, s *store.Store) {
 func testPendingBounded(t *testing.T, s *store.Store) {
 	var first uint64
 	for i := range store.MaxPendingCommands + 5 {
-		c := &store.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
+		c := &domain.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
 		if err := s.EnqueueCommand(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
@@ -655,8 +656,8 @@ func testConcurrent(t *testing.T, s *store.Store) {
 			for i := range rounds {
 				st := fullState(name)
 				st.PollsTotal = int64(i + 1)
-				rec := record(name, base().Add(time.Duration(i)*time.Second), store.OutcomeSuccess)
-				if err := s.SaveBatch(t.Context(), []store.SourceState{st}, []store.PollRecord{rec}, 5); err != nil {
+				rec := record(name, base().Add(time.Duration(i)*time.Second), domain.OutcomeSuccess)
+				if err := s.SaveBatch(t.Context(), []domain.SourceState{st}, []domain.PollRecord{rec}, 5); err != nil {
 					errs <- err
 				}
 				if _, err := s.LoadStates(t.Context()); err != nil {
@@ -693,17 +694,17 @@ func testConcurrent(t *testing.T, s *store.Store) {
 // records, newest first, each with its own content; a source that gets no
 // record meanwhile keeps all of its own.
 func testHistoryBlocks(t *testing.T, s *store.Store) {
-	save(t, s, nil, []store.PollRecord{record("quiet", base(), store.OutcomeSuccess)}, 3)
+	save(t, s, nil, []domain.PollRecord{record("quiet", base(), domain.OutcomeSuccess)}, 3)
 	for _, keep := range []int{1, 8, 100} {
 		name := fmt.Sprintf("k%d", keep)
 		var seq int64
 		total := 3*keep + 40
 		for seq < int64(total) {
 			n := int(seq%7) + 1
-			var recs []store.PollRecord
+			var recs []domain.PollRecord
 			for range n {
 				seq++
-				r := record(name, base().Add(time.Duration(seq)*time.Second), store.OutcomeSuccess)
+				r := record(name, base().Add(time.Duration(seq)*time.Second), domain.OutcomeSuccess)
 				r.Bytes = seq
 				if seq%3 != 0 {
 					r.Seq = seq // the others are numbered by the store
@@ -736,8 +737,8 @@ func testHistoryBlocks(t *testing.T, s *store.Store) {
 // trimming counts from the largest number, and a record without a number
 // goes after the newest.
 func testHistoryGivenSeq(t *testing.T, s *store.Store) {
-	rec := func(seq int64, bytes int64) store.PollRecord {
-		r := record("g", base().Add(time.Duration(seq)*time.Second), store.OutcomeSuccess)
+	rec := func(seq int64, bytes int64) domain.PollRecord {
+		r := record("g", base().Add(time.Duration(seq)*time.Second), domain.OutcomeSuccess)
 		r.Seq, r.Bytes = seq, bytes
 		return r
 	}
@@ -755,7 +756,7 @@ func testHistoryGivenSeq(t *testing.T, s *store.Store) {
 	}
 	st := fullState("g")
 	st.HistorySeq = 12
-	save(t, s, []store.SourceState{st}, []store.PollRecord{rec(10, 1), rec(11, 1), rec(12, 1)}, 0)
+	save(t, s, []domain.SourceState{st}, []domain.PollRecord{rec(10, 1), rec(11, 1), rec(12, 1)}, 0)
 	if got := mustGet(t, s, "g").HistorySeq; got != 12 {
 		t.Errorf("HistorySeq = %d, want 12", got)
 	}
@@ -763,13 +764,13 @@ func testHistoryGivenSeq(t *testing.T, s *store.Store) {
 		t.Fatalf("seqs = %v, want %v", got, want)
 	}
 	// Seq 11 again replaces the stored one; nothing is added.
-	save(t, s, nil, []store.PollRecord{rec(11, 99)}, 0)
+	save(t, s, nil, []domain.PollRecord{rec(11, 99)}, 0)
 	h, err := s.History(t.Context(), "g", 100)
 	if err != nil || len(h) != 3 || h[1].Bytes != 99 {
 		t.Fatalf("after replacing seq 11: %+v, %v", h, err)
 	}
 	// Numbers given up to 20 with keep 4: seqs 17-20 remain.
-	var more []store.PollRecord
+	var more []domain.PollRecord
 	for q := int64(13); q <= 20; q++ {
 		more = append(more, rec(q, 1))
 	}
@@ -778,7 +779,7 @@ func testHistoryGivenSeq(t *testing.T, s *store.Store) {
 		t.Fatalf("after keep 4: seqs = %v, want %v", got, want)
 	}
 	// Without a number: after the newest.
-	save(t, s, nil, []store.PollRecord{record("g", base(), store.OutcomeFailure)}, 0)
+	save(t, s, nil, []domain.PollRecord{record("g", base(), domain.OutcomeFailure)}, 0)
 	if got := seqs(); got[0] != 21 {
 		t.Errorf("a record without a number got %d, want 21", got[0])
 	}
@@ -792,7 +793,7 @@ func testHistoryGivenSeq(t *testing.T, s *store.Store) {
 func testClaimOrExpire(t *testing.T, dsn string) {
 	ctx := t.Context()
 	cliSide, daemon := openAt(t, dsn, store.Options{}), openAt(t, dsn, store.Options{})
-	status := func(id uint64) store.Command {
+	status := func(id uint64) domain.Command {
 		t.Helper()
 		c, err := cliSide.GetCommand(ctx, id)
 		if err != nil {
@@ -800,9 +801,9 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 		}
 		return c
 	}
-	claimed := &store.Command{Source: "a", Action: "pause"}
-	expired := &store.Command{Source: "b", Action: "trigger"}
-	for _, c := range []*store.Command{claimed, expired} {
+	claimed := &domain.Command{Source: "a", Action: "pause"}
+	expired := &domain.Command{Source: "b", Action: "trigger"}
+	for _, c := range []*domain.Command{claimed, expired} {
 		if err := cliSide.EnqueueCommand(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -816,7 +817,7 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 	if ok, err := daemon.ClaimCommand(ctx, claimed.ID); err != nil || ok {
 		t.Errorf("second ClaimCommand = %v, %v; want false", ok, err)
 	}
-	if c := status(claimed.ID); c.Status != store.CommandApplying || c.DoneAt != nil {
+	if c := status(claimed.ID); c.Status != domain.CommandApplying || c.DoneAt != nil {
 		t.Errorf("claimed command = %+v; want applying, not done", c)
 	}
 	// Claimed and not completed: what a daemon killed in between leaves.
@@ -826,7 +827,7 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 	if err := daemon.CompleteCommand(ctx, claimed.ID, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if c := status(claimed.ID); c.Status != store.CommandDone || c.DoneAt == nil || c.Result != "" {
+	if c := status(claimed.ID); c.Status != domain.CommandDone || c.DoneAt == nil || c.Result != "" {
 		t.Errorf("completed command = %+v; want done, no error", c)
 	}
 
@@ -845,14 +846,14 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 	if err := daemon.CompleteCommand(ctx, expired.ID, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if c := status(expired.ID); c.Status != store.CommandExpired || c.Result != "expired: no answer" || c.DoneAt == nil {
+	if c := status(expired.ID); c.Status != domain.CommandExpired || c.Result != "expired: no answer" || c.DoneAt == nil {
 		t.Errorf("expired command after a late completion = %+v; want it still expired", c)
 	}
 
 	const n = 40
 	ids := make([]uint64, n)
 	for i := range ids {
-		c := &store.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
+		c := &domain.Command{Source: fmt.Sprint("s", i), Action: "trigger"}
 		if err := cliSide.EnqueueCommand(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -883,7 +884,7 @@ func testClaimOrExpire(t *testing.T, dsn string) {
 		}
 	}
 	for i := range ids {
-		want := map[bool]string{true: store.CommandApplying, false: store.CommandExpired}[claims[i]]
+		want := map[bool]string{true: domain.CommandApplying, false: domain.CommandExpired}[claims[i]]
 		if claims[i] == expiries[i] || status(ids[i]).Status != want {
 			t.Errorf("command %d: claimed %v, expired %v, status %q; want exactly one winner", ids[i], claims[i], expiries[i], status(ids[i]).Status)
 		}

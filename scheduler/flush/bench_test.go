@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/bench"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -53,23 +54,23 @@ func BenchmarkFlusherSustained(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("src-%06d", i)
 	}
-	// In phase order, as the daemon submits them (store.NameHash).
-	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(store.NameHash(a), store.NameHash(b)) })
+	// In phase order, as the daemon submits them (domain.NameHash).
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(domain.NameHash(a), domain.NameHash(b)) })
 	// seq numbers each source's records as the daemon does (HistorySeq).
 	seq := make(map[string]int64, nsrc)
 	for _, name := range names {
 		seq[name] = keep
 	}
 	t0 := time.Now().Add(-time.Hour)
-	mk := func(name string, n int, at time.Time) (store.SourceState, store.PollRecord) {
-		return store.SourceState{Name: name, PollsTotal: int64(n), LastOutcome: store.OutcomeSuccess,
+	mk := func(name string, n int, at time.Time) (domain.SourceState, domain.PollRecord) {
+		return domain.SourceState{Name: name, PollsTotal: int64(n), LastOutcome: domain.OutcomeSuccess,
 				LastRunAt: &at, LastSuccessAt: &at, NextRunAt: &at, UpdatedAt: at},
-			store.PollRecord{Source: name, StartedAt: at, DurationMs: 10, Outcome: store.OutcomeSuccess}
+			domain.PollRecord{Source: name, StartedAt: at, DurationMs: 10, Outcome: domain.OutcomeSuccess}
 	}
 	fill := time.Now()
 	for r := range keep {
-		states := make([]store.SourceState, nsrc)
-		recs := make([]store.PollRecord, nsrc)
+		states := make([]domain.SourceState, nsrc)
+		recs := make([]domain.PollRecord, nsrc)
 		for i, name := range names {
 			states[i], recs[i] = mk(name, r, t0.Add(time.Duration(r)*time.Second))
 		}
@@ -85,12 +86,12 @@ func BenchmarkFlusherSustained(b *testing.B) {
 		start := time.Now()
 		k := 0
 		for time.Since(start) < window/2 {
-			states := make([]store.SourceState, batch)
-			var recs []store.PollRecord
+			states := make([]domain.SourceState, batch)
+			var recs []domain.PollRecord
 			now := time.Now()
 			for i := range batch {
 				name := names[(k+i)%nsrc]
-				var r store.PollRecord
+				var r domain.PollRecord
 				states[i], r = mk(name, k, now)
 				if withRecords {
 					seq[name]++

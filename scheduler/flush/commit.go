@@ -3,20 +3,20 @@ package flush
 import (
 	"slices"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // buffers are the slices of a commit, reused by the next one (flush never
 // runs concurrently with itself).
 type buffers struct {
 	taken   []write
-	states  []store.SourceState
-	records []store.PollRecord
+	states  []domain.SourceState
+	records []domain.PollRecord
 }
 
 // take removes up to maxBatch writes from the front of the queue for a
 // commit, with their states and records; their slots are marked in flight.
-func (f *Flusher) take() (taken []write, states []store.SourceState, records []store.PollRecord, more bool) {
+func (f *Flusher) take() (taken []write, states []domain.SourceState, records []domain.PollRecord, more bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := &f.book
@@ -118,7 +118,7 @@ func (f *Flusher) requeue(taken []write) (droppedNow int) {
 // recycle clears a commit's buffers and keeps them for the next one. A
 // commit after an outage may carry up to keep records per state: its
 // records buffer is not kept beyond a few ordinary commits' worth.
-func (bu *buffers) recycle(taken []write, states []store.SourceState, records []store.PollRecord) {
+func (bu *buffers) recycle(taken []write, states []domain.SourceState, records []domain.PollRecord) {
 	clear(taken)
 	clear(states)
 	clear(records)

@@ -1,6 +1,6 @@
 package flush
 
-import "github.com/pacer-dev/pacer/store"
+import "github.com/pacer-dev/pacer/domain"
 
 // maxSlotEvents bounds the notification events a slot holds while the store
 // fails: the newest are kept (a source that flaps through an outage makes
@@ -9,7 +9,7 @@ const maxSlotEvents = 64
 
 // newestEvents returns the last maxSlotEvents of evs and how many older
 // ones it dropped.
-func newestEvents(evs []store.Event) ([]store.Event, int) {
+func newestEvents(evs []domain.Event) ([]domain.Event, int) {
 	if len(evs) <= maxSlotEvents {
 		return evs, 0
 	}
@@ -34,8 +34,8 @@ func (f *Flusher) noteDropped(name string, n int) {
 // eventsOf collects the events of a commit's writes, in the order of their
 // sources' writes (nil when there are none, as on every commit of a daemon
 // without notify).
-func eventsOf(taken []write) []store.Event {
-	var evs []store.Event
+func eventsOf(taken []write) []domain.Event {
+	var evs []domain.Event
 	for i := range taken {
 		evs = append(evs, taken[i].evs...)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -20,14 +21,14 @@ func TestFlusherKeepsEventsThroughFailedCommit(t *testing.T) {
 	f.opts.OnEvents = func() { woken++ }
 	release := holdWriteLock(t, path)
 	c := f.Slot("c")
-	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil, store.Event{Source: "c", Event: "error", At: time.Now()})
+	f.Submit(c, domain.SourceState{Name: "c", PollsTotal: 1}, nil, domain.Event{Source: "c", Event: "error", At: time.Now()})
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.flush(context.Background())
 		done <- err
 	}()
 	waitCommitStarted(t, f)
-	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil, store.Event{Source: "c", Event: "recovered", At: time.Now()})
+	f.Submit(c, domain.SourceState{Name: "c", PollsTotal: 2}, nil, domain.Event{Source: "c", Event: "recovered", At: time.Now()})
 	if err := <-done; err == nil {
 		t.Fatal("the commit was expected to fail: the store is locked")
 	}
@@ -40,7 +41,7 @@ func TestFlusherKeepsEventsThroughFailedCommit(t *testing.T) {
 	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 10})
+	evs, err := st.ClaimEvents(t.Context(), domain.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 10})
 	if err != nil || len(evs) != 1 || evs[0].Event != "error" || woken != 1 {
 		t.Fatalf("claimed %+v, %v (woken %d); want the error event first", evs, err, woken)
 	}
@@ -60,8 +61,8 @@ func TestFlusherBoundsEventsAndCountsDrops(t *testing.T) {
 	c := f.Slot("c")
 	const extra = 6
 	for i := range maxSlotEvents + extra {
-		f.Submit(c, store.SourceState{Name: "c", PollsTotal: int64(i + 1)}, nil,
-			store.Event{Source: "c", Event: "error", Reason: fmt.Sprint(i), At: time.Now()})
+		f.Submit(c, domain.SourceState{Name: "c", PollsTotal: int64(i + 1)}, nil,
+			domain.Event{Source: "c", Event: "error", Reason: fmt.Sprint(i), At: time.Now()})
 	}
 	if dropped != extra {
 		t.Fatalf("dropped %d events; want %d", dropped, extra)
@@ -72,7 +73,7 @@ func TestFlusherBoundsEventsAndCountsDrops(t *testing.T) {
 	if n, err := st.PendingEvents(t.Context()); err != nil || n != maxSlotEvents {
 		t.Fatalf("pending %d, %v; want %d", n, err, maxSlotEvents)
 	}
-	evs, err := st.ClaimEvents(t.Context(), store.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 1})
+	evs, err := st.ClaimEvents(t.Context(), domain.EventClaim{Member: "t", Now: time.Now(), Until: time.Now().Add(time.Minute), Limit: 1})
 	if err != nil || len(evs) != 1 || evs[0].Reason != fmt.Sprint(extra) {
 		t.Fatalf("first event %+v, %v; want the oldest kept (reason %d)", evs, err, extra)
 	}

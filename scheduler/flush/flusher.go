@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -38,20 +39,20 @@ const maxBatch = 2000
 // of a member of a cluster: their shards are another member's now); their
 // writes are dropped.
 type Committer interface {
-	Commit(ctx context.Context, b store.Batch, keep int) (rejected []string, err error)
+	Commit(ctx context.Context, b domain.Batch, keep int) (rejected []string, err error)
 }
 
 // CommitFunc is a func as a Committer.
-type CommitFunc func(ctx context.Context, b store.Batch, keep int) ([]string, error)
+type CommitFunc func(ctx context.Context, b domain.Batch, keep int) ([]string, error)
 
 // Commit calls c.
-func (c CommitFunc) Commit(ctx context.Context, b store.Batch, keep int) ([]string, error) {
+func (c CommitFunc) Commit(ctx context.Context, b domain.Batch, keep int) ([]string, error) {
 	return c(ctx, b, keep)
 }
 
 // Store is what the flusher of a single daemon needs of its store.
 type Store interface {
-	Commit(ctx context.Context, b store.Batch, keep int) error
+	Commit(ctx context.Context, b domain.Batch, keep int) error
 }
 
 var _ Store = (*store.Store)(nil)
@@ -59,7 +60,7 @@ var _ Store = (*store.Store)(nil)
 // Unfenced is the Committer of a single daemon: st's commits, which refuse
 // nothing.
 func Unfenced(st Store) Committer {
-	return CommitFunc(func(ctx context.Context, b store.Batch, keep int) ([]string, error) {
+	return CommitFunc(func(ctx context.Context, b domain.Batch, keep int) ([]string, error) {
 		return nil, st.Commit(ctx, b, keep)
 	})
 }
@@ -204,7 +205,7 @@ func (f *Flusher) flush(ctx context.Context) (more bool, err error) {
 	if len(taken) == 0 {
 		return false, nil
 	}
-	b := store.Batch{States: states, Records: records, Events: eventsOf(taken)}
+	b := domain.Batch{States: states, Records: records, Events: eventsOf(taken)}
 	began := f.opts.Clock.Now()
 	rejected, err := f.opts.Committer.Commit(ctx, b, f.opts.Keep())
 	took := f.opts.Clock.Now().Sub(began)

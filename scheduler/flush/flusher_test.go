@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -68,10 +69,10 @@ func TestFlusherBoundsEachCommit(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	var last uint64
 	for i := range n {
-		s := store.SourceState{Name: fmt.Sprintf("s%05d", i), PollsTotal: int64(i)}
-		var rec *store.PollRecord
+		s := domain.SourceState{Name: fmt.Sprintf("s%05d", i), PollsTotal: int64(i)}
+		var rec *domain.PollRecord
 		if i%100 == 0 {
-			rec = &store.PollRecord{Source: s.Name, StartedAt: at, Outcome: store.OutcomeSuccess}
+			rec = &domain.PollRecord{Source: s.Name, StartedAt: at, Outcome: domain.OutcomeSuccess}
 		}
 		last = f.Submit(f.Slot(s.Name), s, rec)
 	}
@@ -115,8 +116,8 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 
 	release := holdWriteLock(t, path)
 
-	rec := store.PollRecord{Source: "a", Seq: 1, StartedAt: time.Now(), Outcome: store.OutcomeSuccess}
-	f.Submit(f.Slot("a"), store.SourceState{Name: "a", HistorySeq: 1}, &rec)
+	rec := domain.PollRecord{Source: "a", Seq: 1, StartedAt: time.Now(), Outcome: domain.OutcomeSuccess}
+	f.Submit(f.Slot("a"), domain.SourceState{Name: "a", HistorySeq: 1}, &rec)
 	done := make(chan error, 1)
 	go func() { done <- f.FlushAll(context.Background()) }()
 	waitCommitStarted(t, f)
@@ -143,9 +144,9 @@ func TestFlusherRecordsVisibleDuringCommit(t *testing.T) {
 func TestFlusherReleasesSlots(t *testing.T) {
 	st, f := newTestFlusher(t, filepath.Join(t.TempDir(), "pacer.db"), store.Options{}, 3)
 	a, b := f.Slot("a"), f.Slot("b")
-	f.Submit(a, store.SourceState{Name: "a", PollsTotal: 1}, nil)
-	f.Release(a, store.SourceState{})
-	f.Release(b, store.SourceState{}) // nothing pending: dropped at once
+	f.Submit(a, domain.SourceState{Name: "a", PollsTotal: 1}, nil)
+	f.Release(a, domain.SourceState{})
+	f.Release(b, domain.SourceState{}) // nothing pending: dropped at once
 	f.mu.Lock()
 	_, hasA := f.book.slots["a"]
 	_, hasB := f.book.slots["b"]
@@ -169,12 +170,12 @@ func TestFlusherReleasesSlots(t *testing.T) {
 
 	// Removed and added again before the commit: one slot, latest state wins.
 	c := f.Slot("c")
-	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
-	f.Release(c, store.SourceState{})
+	f.Submit(c, domain.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.Release(c, domain.SourceState{})
 	if again := f.Slot("c"); again != c {
 		t.Fatal("a source added again before its commit got a new slot")
 	}
-	seq := f.Submit(c, store.SourceState{Name: "c", PollsTotal: 2}, nil)
+	seq := f.Submit(c, domain.SourceState{Name: "c", PollsTotal: 2}, nil)
 	if err := f.FlushAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -194,16 +195,16 @@ func TestFlusherReleaseDuringFailedCommit(t *testing.T) {
 	st, f := newTestFlusher(t, path, store.Options{BusyTimeout: 300 * time.Millisecond}, 10)
 	release := holdWriteLock(t, path)
 	c := f.Slot("c")
-	f.Submit(c, store.SourceState{Name: "c", PollsTotal: 1}, nil)
+	f.Submit(c, domain.SourceState{Name: "c", PollsTotal: 1}, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.flush(context.Background())
 		done <- err
 	}()
 	waitCommitStarted(t, f)
-	f.Release(c, store.SourceState{}) // removed during the commit...
+	f.Release(c, domain.SourceState{}) // removed during the commit...
 	again := f.Slot("c")
-	f.Submit(again, store.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
+	f.Submit(again, domain.SourceState{Name: "c", PollsTotal: 2}, nil) // ...and added again
 	if again != c {
 		t.Error("the source added again got a second slot while its first was in a commit")
 	}
@@ -259,7 +260,7 @@ func TestFlusherDelayFollowsLoad(t *testing.T) {
 			var seqs []uint64
 			for i := range n {
 				sl := f.Slot(fmt.Sprintf("b%d-s%03d", batch, i))
-				seqs = append(seqs, f.Submit(sl, store.SourceState{Name: sl.name, PollsTotal: 1}, nil))
+				seqs = append(seqs, f.Submit(sl, domain.SourceState{Name: sl.name, PollsTotal: 1}, nil))
 				sls = append(sls, sl)
 				if i == 0 && gap > 0 {
 					time.Sleep(gap) // the others come later in the same window

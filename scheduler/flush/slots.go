@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Slot is one source's place in the flusher: its pending write, the
@@ -17,12 +17,12 @@ type Slot struct {
 	saved uint64 // seq of its last committed state
 	// flying holds the records of the commit in progress, so that readers
 	// still see them (PendingRecords) until they are in the store.
-	flying   []store.PollRecord
+	flying   []domain.PollRecord
 	inFlight bool // a write of it is in the commit in progress
 	released bool // its source is gone: drop the slot once it is clean
 	// last is the final state of a released slot's source, newer than the
 	// store's until the slot is clean (then the slot is dropped with it).
-	last *store.SourceState
+	last *domain.SourceState
 }
 
 // write is a source's latest state, its records and its notification
@@ -32,9 +32,9 @@ type write struct {
 	sl   *Slot
 	at   time.Time // the submission that queued it (its first pending change)
 	seq  uint64
-	st   store.SourceState
-	recs []store.PollRecord
-	evs  []store.Event
+	st   domain.SourceState
+	recs []domain.PollRecord
+	evs  []domain.Event
 }
 
 // book is the flusher's table of slots and its queue of pending writes,
@@ -65,7 +65,7 @@ func (f *Flusher) Slot(name string) *Slot {
 // Release drops sl once nothing of it is pending: its source was removed
 // from the configuration, with last as its final state (which Released
 // reports until the slot is dropped).
-func (f *Flusher) Release(sl *Slot, last store.SourceState) {
+func (f *Flusher) Release(sl *Slot, last domain.SourceState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sl.released, sl.last = true, &last
@@ -76,13 +76,13 @@ func (f *Flusher) Release(sl *Slot, last store.SourceState) {
 // are not all committed yet (its slot is released and not yet dropped):
 // the store's state of it is older. ok is false otherwise, and then the
 // store holds its final state, if it had one.
-func (f *Flusher) Released(name string) (st store.SourceState, ok bool) {
+func (f *Flusher) Released(name string) (st domain.SourceState, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sl := f.book.slots[name]; sl != nil && sl.released && sl.last != nil {
 		return *sl.last, true
 	}
-	return store.SourceState{}, false
+	return domain.SourceState{}, false
 }
 
 // dropIfClean forgets a released slot with nothing pending. mu held.
@@ -96,7 +96,7 @@ func (b *book) dropIfClean(sl *Slot) {
 // state change made) for the next commit on its slot and returns its
 // sequence number. The queue holds at most one write per slot: it never
 // outgrows the number of sources.
-func (f *Flusher) Submit(sl *Slot, st store.SourceState, rec *store.PollRecord, evs ...store.Event) uint64 {
+func (f *Flusher) Submit(sl *Slot, st domain.SourceState, rec *domain.PollRecord, evs ...domain.Event) uint64 {
 	f.mu.Lock()
 	f.book.next++
 	seq := f.book.next
@@ -197,7 +197,7 @@ func (f *Flusher) WaitAt(ctx context.Context, sl *Slot, seq uint64) {
 
 // PendingRecords returns the records of name not yet committed, newest
 // first: those waiting for a commit and those of the commit in progress.
-func (f *Flusher) PendingRecords(name string) []store.PollRecord {
+func (f *Flusher) PendingRecords(name string) []domain.PollRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sl := f.book.slots[name]
@@ -214,7 +214,7 @@ func (f *Flusher) PendingRecords(name string) []store.PollRecord {
 
 // newest returns the last k of recs (all of them if there are fewer), in
 // recs' array: a source's pending records never exceed history.keep.
-func newest(recs []store.PollRecord, k int) []store.PollRecord {
+func newest(recs []domain.PollRecord, k int) []domain.PollRecord {
 	if len(recs) <= k {
 		return recs
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Operator actions on a source.
@@ -22,13 +22,13 @@ const (
 // at its first tick after now; counters and history are kept. A source in
 // an incident (error, open or half-open) keeps it marked open, so that its
 // next success still sends recovered (contract 10.1).
-func Reset(st store.SourceState, tm Timing, now time.Time) store.SourceState {
+func Reset(st domain.SourceState, tm Timing, now time.Time) domain.SourceState {
 	st.IncidentOpen = InIncident(&st)
 	st.ConsecutiveFailures = 0
 	st.ConsecutiveThrottles = 0
 	st.ErrorReason = ""
 	SetBreaker(&st, breaker.Snapshot{State: breaker.Closed})
-	if st.LastOutcome != store.OutcomeSuccess {
+	if st.LastOutcome != domain.OutcomeSuccess {
 		st.LastOutcome = ""
 	}
 	if st.Paused {
@@ -42,14 +42,14 @@ func Reset(st store.SourceState, tm Timing, now time.Time) store.SourceState {
 // ApplyAction applies reset, pause or resume to a stored state at now, for
 // the CLI when no daemon is running; the daemon applies the same rule
 // (Act).
-func ApplyAction(action string, src *config.Source, st store.SourceState, reason string, now time.Time) (store.SourceState, error) {
+func ApplyAction(action string, src *config.Source, st domain.SourceState, reason string, now time.Time) (domain.SourceState, error) {
 	st.Name = src.Name
 	return Act(action, st, NewTiming(src.Name, src.Schedule), reason, now)
 }
 
 // Act applies the operator's action (reset, pause or resume, with reason)
 // to st, a source's state with timing tm, at now.
-func Act(action string, st store.SourceState, tm Timing, reason string, now time.Time) (store.SourceState, error) {
+func Act(action string, st domain.SourceState, tm Timing, reason string, now time.Time) (domain.SourceState, error) {
 	switch action {
 	case ActionReset:
 		st = Reset(st, tm, now)

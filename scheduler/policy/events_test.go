@@ -6,7 +6,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestPollEvents: which transitions of one poll make which events
@@ -18,10 +18,10 @@ func TestPollEvents(t *testing.T) {
 	all := &config.Notify{On: []string{config.EventError, config.EventOpen, config.EventRecovered}}
 	def := &config.Notify{On: []string{config.EventError, config.EventRecovered}}
 	ran := &t0
-	okSt := store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeSuccess}
-	backoff := store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 1}
-	errSt := store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 2, ErrorReason: "2 consecutive failures; last: x"}
-	open := store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: &future}
+	okSt := domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeSuccess}
+	backoff := domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeFailure, ConsecutiveFailures: 1}
+	errSt := domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeFailure, ConsecutiveFailures: 2, ErrorReason: "2 consecutive failures; last: x"}
+	open := domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeFailure, ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: &future}
 	halfOpen := open
 	halfOpen.BreakerUntil = &past // cooldown over: shown half-open
 	openErr := errSt
@@ -29,23 +29,23 @@ func TestPollEvents(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		n         *config.Notify
-		prev, cur store.SourceState
+		prev, cur domain.SourceState
 		kind      string
 		want      []string // event:state:previous_state
 	}{
-		{"no notify", nil, backoff, errSt, store.OutcomeFailure, nil},
-		{"ok to backoff", all, okSt, backoff, store.OutcomeFailure, nil},
-		{"enters error", all, backoff, errSt, store.OutcomeFailure, []string{"error:error:backoff"}},
-		{"stays in error (failed re-probe)", all, errSt, errSt, store.OutcomeFailure, nil},
-		{"breaker opens", all, backoff, open, store.OutcomeFailure, []string{"open:open:backoff"}},
-		{"breaker opens, default on", def, backoff, open, store.OutcomeFailure, nil},
-		{"opens and enters error", all, backoff, openErr, store.OutcomeFailure, []string{"open:error:backoff", "error:error:backoff"}},
-		{"failed probe reopens", all, halfOpen, open, store.OutcomeFailure, nil},
-		{"recovered from error (re-probe)", all, errSt, okSt, store.OutcomeSuccess, []string{"recovered:ok:error"}},
-		{"recovered from open", all, open, okSt, store.OutcomeSuccess, []string{"recovered:ok:open"}},
-		{"recovered from half-open", def, halfOpen, okSt, store.OutcomeSuccess, []string{"recovered:ok:half-open"}},
-		{"recovered, not wanted", &config.Notify{On: []string{config.EventError}}, errSt, okSt, store.OutcomeSuccess, nil},
-		{"backoff to ok", all, backoff, okSt, store.OutcomeSuccess, nil},
+		{"no notify", nil, backoff, errSt, domain.OutcomeFailure, nil},
+		{"ok to backoff", all, okSt, backoff, domain.OutcomeFailure, nil},
+		{"enters error", all, backoff, errSt, domain.OutcomeFailure, []string{"error:error:backoff"}},
+		{"stays in error (failed re-probe)", all, errSt, errSt, domain.OutcomeFailure, nil},
+		{"breaker opens", all, backoff, open, domain.OutcomeFailure, []string{"open:open:backoff"}},
+		{"breaker opens, default on", def, backoff, open, domain.OutcomeFailure, nil},
+		{"opens and enters error", all, backoff, openErr, domain.OutcomeFailure, []string{"open:error:backoff", "error:error:backoff"}},
+		{"failed probe reopens", all, halfOpen, open, domain.OutcomeFailure, nil},
+		{"recovered from error (re-probe)", all, errSt, okSt, domain.OutcomeSuccess, []string{"recovered:ok:error"}},
+		{"recovered from open", all, open, okSt, domain.OutcomeSuccess, []string{"recovered:ok:open"}},
+		{"recovered from half-open", def, halfOpen, okSt, domain.OutcomeSuccess, []string{"recovered:ok:half-open"}},
+		{"recovered, not wanted", &config.Notify{On: []string{config.EventError}}, errSt, okSt, domain.OutcomeSuccess, nil},
+		{"backoff to ok", all, backoff, okSt, domain.OutcomeSuccess, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			evs := PollEvents(c.n, "s", &c.prev, &c.cur, c.kind, "x", t0, t1)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestIncidentMark: a reset (the daemon's or the CLI's ApplyAction) or a
@@ -17,7 +17,7 @@ import (
 func TestIncidentMark(t *testing.T) {
 	src := testSource()
 	past, future := UTCPtr(t0.Add(-time.Minute)), UTCPtr(t0.Add(time.Hour))
-	failing := store.SourceState{Name: "api", ConsecutiveFailures: 2, LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeFailure}
+	failing := domain.SourceState{Name: "api", ConsecutiveFailures: 2, LastRunAt: UTCPtr(t0), LastOutcome: domain.OutcomeFailure}
 	errored := failing
 	errored.ErrorReason = "2 consecutive failures; last: x"
 	open := failing
@@ -26,10 +26,10 @@ func TestIncidentMark(t *testing.T) {
 	halfOpen.BreakerUntil = past
 	probing := failing
 	probing.BreakerState = breaker.HalfOpen
-	marked := store.SourceState{Name: "api", LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeSuccess, IncidentOpen: true}
+	marked := domain.SourceState{Name: "api", LastRunAt: UTCPtr(t0), LastOutcome: domain.OutcomeSuccess, IncidentOpen: true}
 	for _, c := range []struct {
 		name string
-		in   store.SourceState
+		in   domain.SourceState
 		want bool
 	}{
 		{"error", errored, true},
@@ -37,7 +37,7 @@ func TestIncidentMark(t *testing.T) {
 		{"half-open (cooldown over)", halfOpen, true},
 		{"half-open (probe)", probing, true},
 		{"backoff", failing, false},
-		{"ok", store.SourceState{Name: "api", LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeSuccess}, false},
+		{"ok", domain.SourceState{Name: "api", LastRunAt: UTCPtr(t0), LastOutcome: domain.OutcomeSuccess}, false},
 		{"reset again before a success", marked, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,9 +58,9 @@ func TestIncidentMark(t *testing.T) {
 		keep      bool
 		recovered bool
 	}{
-		{store.OutcomeSuccess, false, true},
-		{store.OutcomeFailure, true, false},
-		{store.OutcomeThrottled, true, false},
+		{domain.OutcomeSuccess, false, true},
+		{domain.OutcomeFailure, true, false},
+		{domain.OutcomeThrottled, true, false},
 	} {
 		t.Run("then "+c.kind, func(t *testing.T) {
 			prev := marked

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // A local error (KindLocal) moves only the next run: to LocalBackoff's
@@ -19,11 +19,11 @@ func TestApplyOutcomeLocal(t *testing.T) {
 	tm := Timing{Sched: src.Schedule, Every: time.Minute}
 	end := t0.Add(10 * time.Second) // next tick: t0 + 1m
 	until := t0.Add(-time.Second)
-	states := map[string]store.SourceState{
-		"ok":       {LastOutcome: store.OutcomeSuccess, LastRunAt: UTCPtr(t0), PollsTotal: 7},
-		"backoff":  {LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 9, FailuresTotal: 9, PollsTotal: 9, LastError: "GET x: 502"},
-		"throttle": {LastOutcome: store.OutcomeThrottled, ConsecutiveThrottles: 3, ThrottledTotal: 3, PollsTotal: 3},
-		"probe":    {LastOutcome: store.OutcomeFailure, ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: &until, LastError: "boom"},
+	states := map[string]domain.SourceState{
+		"ok":       {LastOutcome: domain.OutcomeSuccess, LastRunAt: UTCPtr(t0), PollsTotal: 7},
+		"backoff":  {LastOutcome: domain.OutcomeFailure, ConsecutiveFailures: 9, FailuresTotal: 9, PollsTotal: 9, LastError: "GET x: 502"},
+		"throttle": {LastOutcome: domain.OutcomeThrottled, ConsecutiveThrottles: 3, ThrottledTotal: 3, PollsTotal: 3},
+		"probe":    {LastOutcome: domain.OutcomeFailure, ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: &until, LastError: "boom"},
 	}
 	tests := []struct {
 		k      int

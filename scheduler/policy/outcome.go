@@ -6,7 +6,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // KindRejected is the outcome of a poll its breaker refused: nothing was
@@ -57,9 +57,9 @@ func (o *Outcome) Shift(d time.Duration) {
 // Apply returns st updated by one poll (rules 3.4 to 3.8). It is a pure
 // function: the scheduler applies it under its lock, the tests call it
 // directly.
-func Apply(st store.SourceState, src *config.Source, tm Timing, o Outcome) store.SourceState {
+func Apply(st domain.SourceState, src *config.Source, tm Timing, o Outcome) domain.SourceState {
 	switch o.Kind {
-	case store.OutcomeInterrupted:
+	case domain.OutcomeInterrupted:
 		// Cut off by shutdown: nothing counts, and the source is due again
 		// as soon as a daemon runs it.
 		start := o.Start
@@ -95,10 +95,10 @@ func Apply(st store.SourceState, src *config.Source, tm Timing, o Outcome) store
 // its backoff or Retry-After (zero for none); inError is true when the
 // failure put the source in error (rule 3.7), its next run set already
 // (none, or its re-probe, rule 10.4).
-func count(st *store.SourceState, src *config.Source, o Outcome) (notBefore time.Time, inError bool) {
+func count(st *domain.SourceState, src *config.Source, o Outcome) (notBefore time.Time, inError bool) {
 	end := o.End
 	switch o.Kind {
-	case store.OutcomeSuccess:
+	case domain.OutcomeSuccess:
 		st.PollsTotal++
 		st.ConsecutiveFailures = 0
 		st.ConsecutiveThrottles = 0
@@ -106,7 +106,7 @@ func count(st *store.SourceState, src *config.Source, o Outcome) (notBefore time
 		st.ErrorReason = ""     // a re-probe's success (rule 10.4) ends the error state
 		st.IncidentOpen = false // its recovered event goes with this poll (PollEvents)
 		deliverResult(st, o.Result, Changed(st, o.Result), end)
-	case store.OutcomeThrottled:
+	case domain.OutcomeThrottled:
 		st.PollsTotal++
 		st.ThrottledTotal++
 		st.ConsecutiveThrottles++
@@ -114,7 +114,7 @@ func count(st *store.SourceState, src *config.Source, o Outcome) (notBefore time
 		if notBefore, ok = breaker.ParseRetryAfter(o.RetryAfter, end); !ok {
 			notBefore = src.Backoff.NextAttemptAt(end, st.ConsecutiveThrottles, o.Jitter)
 		}
-	case store.OutcomeFailure:
+	case domain.OutcomeFailure:
 		st.PollsTotal++
 		st.FailuresTotal++
 		st.ConsecutiveFailures++

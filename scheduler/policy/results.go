@@ -3,8 +3,8 @@ package policy
 import (
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // Result is what a successful poll fetched (contract 9.1, 9.2): the digest
@@ -27,14 +27,14 @@ func ResultOf(res sources.Result) Result {
 
 // PriorOf is the validators a source's next GET sends: those of its last
 // delivered result.
-func PriorOf(st *store.SourceState) sources.Validators {
+func PriorOf(st *domain.SourceState) sources.Validators {
 	return sources.Validators{ETag: st.ETag, LastModified: st.LastModified}
 }
 
 // Changed reports whether r differs from the last delivered result
 // of st: not a 304, and a digest other than the one stored (a source's
 // first result is a change).
-func Changed(st *store.SourceState, r Result) bool {
+func Changed(st *domain.SourceState, r Result) bool {
 	return !r.NotModified && r.Digest != st.Digest
 }
 
@@ -46,7 +46,7 @@ func Changed(st *store.SourceState, r Result) bool {
 // poll instead, leaving the last delivered digest in place and the
 // validators cleared (ForgetValidators), so that the result is fetched
 // again without conditional headers and compared to that digest.
-func deliverResult(st *store.SourceState, r Result, changed bool, end time.Time) {
+func deliverResult(st *domain.SourceState, r Result, changed bool, end time.Time) {
 	if r.NotModified {
 		if r.Validators.ETag != "" { // a 304 may carry the entity's new ETag
 			st.ETag = r.Validators.ETag
@@ -64,6 +64,6 @@ func deliverResult(st *store.SourceState, r Result, changed bool, end time.Time)
 // ForgetValidators clears st's validators after a failed delivery, so
 // that the next GET is unconditional and fetches the undelivered result
 // again (contract 9.4); the digest stays the last delivered one.
-func ForgetValidators(st *store.SourceState) {
+func ForgetValidators(st *domain.SourceState) {
 	st.ETag, st.LastModified = "", ""
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/sources"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // TestDeliverResult: Apply's rule for a successful poll's result
@@ -21,42 +21,42 @@ func TestDeliverResult(t *testing.T) {
 	tm := NewTiming("x", src.Schedule)
 	v1 := sources.Validators{ETag: `"1"`, LastModified: "Tue, 01 Dec 2026 09:00:00 GMT"}
 	ok := func(digest string, v sources.Validators, notModified bool) Outcome {
-		return Outcome{Kind: store.OutcomeSuccess, Result: Result{Digest: digest, Validators: v, NotModified: notModified}}
+		return Outcome{Kind: domain.OutcomeSuccess, Result: Result{Digest: digest, Validators: v, NotModified: notModified}}
 	}
 	steps := []struct {
 		name    string
 		o       Outcome
 		changed bool
-		want    store.SourceState // only the result's fields are compared
+		want    domain.SourceState // only the result's fields are compared
 	}{
 		{"first result", ok(sha("a"), v1, false), true,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
+			domain.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
 		{"same digest, no validators", ok(sha("a"), sources.Validators{}, false), false,
-			store.SourceState{Digest: sha("a"), ChangesTotal: 1}},
+			domain.SourceState{Digest: sha("a"), ChangesTotal: 1}},
 		{"same digest again", ok(sha("a"), v1, false), false,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
+			domain.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
 		{"304", ok("", sources.Validators{}, true), false,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
+			domain.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
 		{"304 with a new ETag", ok("", sources.Validators{ETag: `"2"`}, true), false,
-			store.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
-		{"failure", Outcome{Kind: store.OutcomeFailure, Err: "boom"}, false,
-			store.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
+			domain.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
+		{"failure", Outcome{Kind: domain.OutcomeFailure, Err: "boom"}, false,
+			domain.SourceState{ETag: `"2"`, LastModified: v1.LastModified, Digest: sha("a"), ChangesTotal: 1}},
 		{"new digest", ok(sha("b"), v1, false), true,
-			store.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("b"), ChangesTotal: 2}},
+			domain.SourceState{ETag: v1.ETag, LastModified: v1.LastModified, Digest: sha("b"), ChangesTotal: 2}},
 	}
-	var st store.SourceState
+	var st domain.SourceState
 	var lastChange time.Time
 	for i, s := range steps {
 		end := t0.Add(time.Duration(i) * time.Minute)
 		s.o.Start, s.o.End, s.o.Brk.State = end, end, "closed"
-		if got := s.o.Kind == store.OutcomeSuccess && Changed(&st, s.o.Result); got != s.changed {
+		if got := s.o.Kind == domain.OutcomeSuccess && Changed(&st, s.o.Result); got != s.changed {
 			t.Errorf("%s: changed %v, want %v", s.name, got, s.changed)
 		}
 		st = Apply(st, src, tm, s.o)
 		if s.changed {
 			lastChange = end
 		}
-		got := store.SourceState{ETag: st.ETag, LastModified: st.LastModified, Digest: st.Digest, ChangesTotal: st.ChangesTotal}
+		got := domain.SourceState{ETag: st.ETag, LastModified: st.LastModified, Digest: st.Digest, ChangesTotal: st.ChangesTotal}
 		if got != s.want {
 			t.Errorf("%s: result fields %+v, want %+v", s.name, got, s.want)
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Source states, as shown in status (contract section 4).
@@ -30,13 +30,13 @@ func States() [NumStates]string {
 }
 
 // StateOf derives the displayed state of a source from its stored state at now.
-func StateOf(st *store.SourceState, now time.Time) string {
+func StateOf(st *domain.SourceState, now time.Time) string {
 	switch {
 	case st.Paused:
 		return StatePaused
 	case st.ErrorReason != "":
 		return StateError
-	case st.LastOutcome == store.OutcomeThrottled:
+	case st.LastOutcome == domain.OutcomeThrottled:
 		return StateThrottled
 	}
 	if b := BreakerOf(st, now); b != breaker.Closed {
@@ -53,7 +53,7 @@ func StateOf(st *store.SourceState, now time.Time) string {
 
 // Silent reports whether a source is in error and not re-probed (rule 3.7
 // without error_reprobe, contract 10.4): it is not polled at all.
-func Silent(st *store.SourceState, src *config.Source) bool {
+func Silent(st *domain.SourceState, src *config.Source) bool {
 	return st.ErrorReason != "" && src.ErrorReprobe <= 0
 }
 
@@ -61,7 +61,7 @@ func Silent(st *store.SourceState, src *config.Source) bool {
 // cooldown has passed is half-open (its next call is the probe), by the
 // breaker's own rule (breaker.Snapshot.StateAt, the one home of the
 // half-open boundary). An open state stored without its end stays open.
-func BreakerOf(st *store.SourceState, now time.Time) string {
+func BreakerOf(st *domain.SourceState, now time.Time) string {
 	if st.BreakerState == breaker.Open && st.BreakerUntil == nil {
 		return breaker.Open
 	}
@@ -70,7 +70,7 @@ func BreakerOf(st *store.SourceState, now time.Time) string {
 
 // SetBreaker records the breaker state b in st. It is the one place that
 // writes st's breaker fields; SnapshotOf reads them back.
-func SetBreaker(st *store.SourceState, b breaker.Snapshot) {
+func SetBreaker(st *domain.SourceState, b breaker.Snapshot) {
 	st.BreakerState, st.BreakerUntil = breaker.Closed, nil
 	switch b.State {
 	case breaker.Open:
@@ -82,7 +82,7 @@ func SetBreaker(st *store.SourceState, b breaker.Snapshot) {
 
 // SnapshotOf is the breaker state recorded in st ("" is closed), as a
 // breaker is restored from it (breaker.New).
-func SnapshotOf(st *store.SourceState) breaker.Snapshot {
+func SnapshotOf(st *domain.SourceState) breaker.Snapshot {
 	b := breaker.Snapshot{State: st.BreakerState}
 	if b.State == "" {
 		b.State = breaker.Closed
@@ -97,6 +97,6 @@ func SnapshotOf(st *store.SourceState) breaker.Snapshot {
 // incident (sends recovered): it is in error, its breaker is not closed
 // (open, or half-open once the cooldown passed), or a reset or a changed
 // configuration cleared those before a success did.
-func InIncident(st *store.SourceState) bool {
+func InIncident(st *domain.SourceState) bool {
 	return st.IncidentOpen || st.ErrorReason != "" || SnapshotOf(st).State != breaker.Closed
 }

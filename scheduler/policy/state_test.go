@@ -8,7 +8,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -31,20 +31,20 @@ func TestApplyOutcome(t *testing.T) {
 	src.ScheduleSpec = "@every 1s"
 	tm := Timing{Sched: src.Schedule} // no Phase: ticks at t+1s
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	fail := func(st store.SourceState, brk breaker.Snapshot) store.SourceState {
-		return Apply(st, src, tm, Outcome{Kind: store.OutcomeFailure, Err: "GET x: 502 Bad Gateway", Start: t0, End: t0, Brk: brk, Jitter: 0.5})
+	fail := func(st domain.SourceState, brk breaker.Snapshot) domain.SourceState {
+		return Apply(st, src, tm, Outcome{Kind: domain.OutcomeFailure, Err: "GET x: 502 Bad Gateway", Start: t0, End: t0, Brk: brk, Jitter: 0.5})
 	}
 	tests := []struct {
 		name  string
-		in    store.SourceState
+		in    domain.SourceState
 		o     Outcome
-		check func(t *testing.T, st store.SourceState)
+		check func(t *testing.T, st domain.SourceState)
 	}{
 		{
 			name: "success resets failures and schedules the next tick",
-			in:   store.SourceState{ConsecutiveFailures: 3, ConsecutiveThrottles: 2, LastError: "old"},
-			o:    Outcome{Kind: store.OutcomeSuccess, Start: t0, End: at(100 * time.Millisecond), Brk: breaker.Snapshot{State: breaker.Closed}},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 3, ConsecutiveThrottles: 2, LastError: "old"},
+			o:    Outcome{Kind: domain.OutcomeSuccess, Start: t0, End: at(100 * time.Millisecond), Brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.ConsecutiveFailures != 0 || st.ConsecutiveThrottles != 0 || st.PollsTotal != 1 {
 					t.Errorf("got %+v", st)
 				}
@@ -58,9 +58,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "k-th failure backs off initial*multiplier^(k-1), not before the next tick",
-			in:   store.SourceState{ConsecutiveFailures: 4},
-			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 4},
+			o:    Outcome{Kind: domain.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.ConsecutiveFailures != 5 || st.FailuresTotal != 1 || st.LastError != "boom" || st.LastErrorAt == nil || !st.LastErrorAt.Equal(t0) {
 					t.Errorf("got %+v", st)
 				}
@@ -74,9 +74,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "first failure: the next tick wins over a shorter backoff",
-			in:   store.SourceState{},
-			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{},
+			o:    Outcome{Kind: domain.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
+			check: func(t *testing.T, st domain.SourceState) {
 				if !st.NextRunAt.Equal(at(time.Second)) {
 					t.Errorf("next %v", st.NextRunAt)
 				}
@@ -84,9 +84,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "backoff is capped at max",
-			in:   store.SourceState{ConsecutiveFailures: 8},
-			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 8},
+			o:    Outcome{Kind: domain.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
+			check: func(t *testing.T, st domain.SourceState) {
 				// error_after is 10: the 9th failure is still backoff; 2^8 s > 15m? no: 256s.
 				if !st.NextRunAt.Equal(at(256 * time.Second)) {
 					t.Errorf("next %v", st.NextRunAt)
@@ -95,9 +95,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "open breaker defers the next poll past its cooldown",
-			in:   store.SourceState{ConsecutiveFailures: 4},
-			o:    Outcome{Kind: store.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}, Jitter: 0.5},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 4},
+			o:    Outcome{Kind: domain.OutcomeFailure, Err: "boom", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}, Jitter: 0.5},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
 					t.Errorf("breaker %s until %v", st.BreakerState, st.BreakerUntil)
 				}
@@ -114,9 +114,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "error_after failures enter the error state with the reason",
-			in:   store.SourceState{ConsecutiveFailures: 9},
-			o:    Outcome{Kind: store.OutcomeFailure, Err: "GET https://example.com/status: 502 Bad Gateway", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 9},
+			o:    Outcome{Kind: domain.OutcomeFailure, Err: "GET https://example.com/status: 502 Bad Gateway", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
+			check: func(t *testing.T, st domain.SourceState) {
 				want := "10 consecutive failures; last: GET https://example.com/status: 502 Bad Gateway"
 				if st.ErrorReason != want || st.NextRunAt != nil || st.ConsecutiveFailures != 10 {
 					t.Errorf("got reason %q next %v failures %d", st.ErrorReason, st.NextRunAt, st.ConsecutiveFailures)
@@ -128,9 +128,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "throttled with Retry-After seconds: not counted as a failure",
-			in:   store.SourceState{ConsecutiveFailures: 2},
-			o:    Outcome{Kind: store.OutcomeThrottled, Err: "429", RetryAfter: "120", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 2},
+			o:    Outcome{Kind: domain.OutcomeThrottled, Err: "429", RetryAfter: "120", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.ConsecutiveFailures != 2 || st.FailuresTotal != 0 || st.ThrottledTotal != 1 || st.ConsecutiveThrottles != 1 {
 					t.Errorf("got %+v", st)
 				}
@@ -144,9 +144,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "throttled with an HTTP date",
-			in:   store.SourceState{},
-			o:    Outcome{Kind: store.OutcomeThrottled, RetryAfter: at(5 * time.Minute).Format(http.TimeFormat), Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{},
+			o:    Outcome{Kind: domain.OutcomeThrottled, RetryAfter: at(5 * time.Minute).Format(http.TimeFormat), Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}},
+			check: func(t *testing.T, st domain.SourceState) {
 				if !st.NextRunAt.Equal(at(5 * time.Minute)) {
 					t.Errorf("next %v", st.NextRunAt)
 				}
@@ -154,9 +154,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "throttled without Retry-After backs off by consecutive throttles",
-			in:   store.SourceState{ConsecutiveThrottles: 3},
-			o:    Outcome{Kind: store.OutcomeThrottled, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveThrottles: 3},
+			o:    Outcome{Kind: domain.OutcomeThrottled, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Closed}, Jitter: 0.5},
+			check: func(t *testing.T, st domain.SourceState) {
 				if !st.NextRunAt.Equal(at(8 * time.Second)) {
 					t.Errorf("next %v", st.NextRunAt)
 				}
@@ -164,9 +164,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "a throttled half-open probe leaves the breaker half-open",
-			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(-time.Second))},
-			o:    Outcome{Kind: store.OutcomeThrottled, RetryAfter: "1", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.HalfOpen}},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(-time.Second))},
+			o:    Outcome{Kind: domain.OutcomeThrottled, RetryAfter: "1", Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.HalfOpen}},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.BreakerState != breaker.HalfOpen || st.ConsecutiveFailures != 5 {
 					t.Errorf("breaker %s failures %d", st.BreakerState, st.ConsecutiveFailures)
 				}
@@ -177,10 +177,10 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "rejected by the open breaker: nothing counts, due after its cooldown",
-			in:   store.SourceState{ConsecutiveFailures: 5, PollsTotal: 7, LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeFailure, NextRunAt: UTCPtr(t0)},
+			in:   domain.SourceState{ConsecutiveFailures: 5, PollsTotal: 7, LastRunAt: UTCPtr(t0), LastOutcome: domain.OutcomeFailure, NextRunAt: UTCPtr(t0)},
 			o:    Outcome{Kind: KindRejected, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(time.Minute)}},
-			check: func(t *testing.T, st store.SourceState) {
-				if st.ConsecutiveFailures != 5 || st.PollsTotal != 7 || st.FailuresTotal != 0 || !st.LastRunAt.Equal(t0) || st.LastOutcome != store.OutcomeFailure {
+			check: func(t *testing.T, st domain.SourceState) {
+				if st.ConsecutiveFailures != 5 || st.PollsTotal != 7 || st.FailuresTotal != 0 || !st.LastRunAt.Equal(t0) || st.LastOutcome != domain.OutcomeFailure {
 					t.Errorf("a rejected poll counted: %+v", st)
 				}
 				if st.BreakerState != breaker.Open || !st.BreakerUntil.Equal(at(time.Minute)) {
@@ -193,9 +193,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "rejected records the live breaker over a stale stored one",
-			in:   store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Closed},
+			in:   domain.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Closed},
 			o:    Outcome{Kind: KindRejected, Start: t0, End: t0, Brk: breaker.Snapshot{State: breaker.Open, Until: at(10 * time.Second)}},
-			check: func(t *testing.T, st store.SourceState) {
+			check: func(t *testing.T, st domain.SourceState) {
 				if StateOf(&st, t0) != StateOpen || !st.NextRunAt.Equal(at(10*time.Second+time.Microsecond)) {
 					t.Errorf("state %s next %v", StateOf(&st, t0), st.NextRunAt)
 				}
@@ -203,9 +203,9 @@ func TestApplyOutcome(t *testing.T) {
 		},
 		{
 			name: "interrupted changes nothing but makes the source due",
-			in:   store.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: UTCPtr(at(time.Hour))},
-			o:    Outcome{Kind: store.OutcomeInterrupted, Start: t0, End: at(time.Second)},
-			check: func(t *testing.T, st store.SourceState) {
+			in:   domain.SourceState{ConsecutiveFailures: 2, PollsTotal: 7, NextRunAt: UTCPtr(at(time.Hour))},
+			o:    Outcome{Kind: domain.OutcomeInterrupted, Start: t0, End: at(time.Second)},
+			check: func(t *testing.T, st domain.SourceState) {
 				if st.ConsecutiveFailures != 2 || st.PollsTotal != 7 || st.LastRunAt != nil || !st.NextRunAt.Equal(t0) {
 					t.Errorf("got %+v", st)
 				}
@@ -219,7 +219,7 @@ func TestApplyOutcome(t *testing.T) {
 	}
 
 	// A run of failures: backoff, then open, then error.
-	st := store.SourceState{}
+	st := domain.SourceState{}
 	for k := 1; k <= 10; k++ {
 		brk := breaker.Snapshot{State: breaker.Closed}
 		if k >= 5 {
@@ -244,21 +244,21 @@ func TestApplyOutcome(t *testing.T) {
 
 func TestApplyAction(t *testing.T) {
 	src := testSource()
-	errored := store.SourceState{Name: "api", ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: x",
-		BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(time.Minute)), LastRunAt: UTCPtr(t0), LastOutcome: store.OutcomeFailure, PollsTotal: 10}
+	errored := domain.SourceState{Name: "api", ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: x",
+		BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0.Add(time.Minute)), LastRunAt: UTCPtr(t0), LastOutcome: domain.OutcomeFailure, PollsTotal: 10}
 	tests := []struct {
 		name, action, reason string
-		in                   store.SourceState
+		in                   domain.SourceState
 		state                string
 		next                 bool
 	}{
 		{"reset clears error, failures and breaker", ActionReset, "", errored, StateOK, true},
-		{"pause keeps the reason and has no next run", ActionPause, "maintenance", store.SourceState{Name: "api"}, StatePaused, false},
-		{"pause without reason", ActionPause, "", store.SourceState{Name: "api"}, StatePaused, false},
-		{"resume of a paused source schedules it", ActionResume, "", store.SourceState{Name: "api", Paused: true, PausedReason: "x"}, StatePending, true},
-		{"resume of a paused source in error keeps the error", ActionResume, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StateError, false},
-		{"resume of a running source is a no-op", ActionResume, "", store.SourceState{Name: "api", NextRunAt: UTCPtr(t0)}, StatePending, true},
-		{"reset of a paused source keeps it paused", ActionReset, "", func() store.SourceState { s := errored; s.Paused = true; return s }(), StatePaused, false},
+		{"pause keeps the reason and has no next run", ActionPause, "maintenance", domain.SourceState{Name: "api"}, StatePaused, false},
+		{"pause without reason", ActionPause, "", domain.SourceState{Name: "api"}, StatePaused, false},
+		{"resume of a paused source schedules it", ActionResume, "", domain.SourceState{Name: "api", Paused: true, PausedReason: "x"}, StatePending, true},
+		{"resume of a paused source in error keeps the error", ActionResume, "", func() domain.SourceState { s := errored; s.Paused = true; return s }(), StateError, false},
+		{"resume of a running source is a no-op", ActionResume, "", domain.SourceState{Name: "api", NextRunAt: UTCPtr(t0)}, StatePending, true},
+		{"reset of a paused source keeps it paused", ActionReset, "", func() domain.SourceState { s := errored; s.Paused = true; return s }(), StatePaused, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,7 +280,7 @@ func TestApplyAction(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ApplyAction("explode", src, store.SourceState{}, "", t0); err == nil {
+	if _, err := ApplyAction("explode", src, domain.SourceState{}, "", t0); err == nil {
 		t.Error("unknown action accepted")
 	}
 }
@@ -379,7 +379,7 @@ func TestSetBreaker(t *testing.T) {
 	for _, b := range []breaker.Snapshot{
 		{State: breaker.Closed}, {State: breaker.HalfOpen}, {State: breaker.Open, Until: t0.Add(time.Minute)},
 	} {
-		st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0)}
+		st := domain.SourceState{BreakerState: breaker.Open, BreakerUntil: UTCPtr(t0)}
 		SetBreaker(&st, b)
 		if got := SnapshotOf(&st); got.State != b.State || !got.Until.Equal(b.Until) {
 			t.Errorf("SetBreaker(%+v) reads back as %+v", b, got)
@@ -388,7 +388,7 @@ func TestSetBreaker(t *testing.T) {
 			t.Errorf("SetBreaker(%+v) left BreakerUntil %v", b, st.BreakerUntil)
 		}
 	}
-	if got := SnapshotOf(&store.SourceState{}); got.State != breaker.Closed {
+	if got := SnapshotOf(&domain.SourceState{}); got.State != breaker.Closed {
 		t.Errorf(`an empty breaker state reads as %q, want closed`, got.State)
 	}
 }

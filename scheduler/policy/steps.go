@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // The pure rules of the steps of the wall clock (the scheduler's steps.go
@@ -32,7 +32,7 @@ func IsStep(d time.Duration) bool { return d >= StepMin || d <= -StepMin }
 // StepState moves the times of st, a source's state with timing tm, by
 // the step d of the wall clock, read at now after it; it reports whether
 // anything changed. It is a pure function, as Apply.
-func StepState(st *store.SourceState, tm Timing, d time.Duration, now time.Time) bool {
+func StepState(st *domain.SourceState, tm Timing, d time.Duration, now time.Time) bool {
 	changed := false
 	if st.BreakerUntil != nil {
 		st.BreakerUntil = UTCPtr(st.BreakerUntil.Add(d))
@@ -49,7 +49,7 @@ func StepState(st *store.SourceState, tm Timing, d time.Duration, now time.Time)
 
 // steppedNext is the due time next of a source (state st, timing tm)
 // after a step d of the wall clock, read at now after it.
-func steppedNext(st *store.SourceState, tm Timing, next time.Time, d time.Duration, now time.Time) time.Time {
+func steppedNext(st *domain.SourceState, tm Timing, next time.Time, d time.Duration, now time.Time) time.Time {
 	if !next.Before(FarFuture()) {
 		return next // never
 	}
@@ -71,8 +71,8 @@ func steppedNext(st *store.SourceState, tm Timing, next time.Time, d time.Durati
 
 // Healthy reports whether st's next poll is its schedule's tick alone: no
 // backoff, throttling, breaker or error state sets it.
-func Healthy(st *store.SourceState) bool {
-	return st.ConsecutiveFailures == 0 && st.ConsecutiveThrottles == 0 && st.LastOutcome != store.OutcomeThrottled &&
+func Healthy(st *domain.SourceState) bool {
+	return st.ConsecutiveFailures == 0 && st.ConsecutiveThrottles == 0 && st.LastOutcome != domain.OutcomeThrottled &&
 		st.ErrorReason == "" && (st.BreakerState == "" || st.BreakerState == breaker.Closed)
 }
 
@@ -84,7 +84,7 @@ func Healthy(st *store.SourceState) bool {
 // backoff or a cooldown may lie further ahead: those of a failing source
 // are kept, and so is a schedule at given hours, which a step back does
 // not poll again.)
-func ClampLoaded(st *store.SourceState, tm Timing, now time.Time) {
+func ClampLoaded(st *domain.SourceState, tm Timing, now time.Time) {
 	if st.NextRunAt == nil || st.Paused || !Healthy(st) {
 		return
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestSteppedNext: the due time of a source after a step of the wall clock
@@ -20,29 +20,29 @@ func TestSteppedNext(t *testing.T) {
 		}
 		return v
 	}
-	failing := store.SourceState{ConsecutiveFailures: 2}
-	open := store.SourceState{ConsecutiveFailures: 0, BreakerState: breaker.Open}
+	failing := domain.SourceState{ConsecutiveFailures: 2}
+	open := domain.SourceState{ConsecutiveFailures: 0, BreakerState: breaker.Open}
 	cases := []struct {
 		name     string
 		schedule string
-		st       store.SourceState
+		st       domain.SourceState
 		next     string
 		step     time.Duration
 		now      string // after the step
 		want     string
 	}{
-		{"every back", "@every 2s", store.SourceState{}, "2026-01-01 10:00:02", -40 * time.Second, "2026-01-01 09:59:21", "2026-01-01 09:59:22"},
-		{"every forward", "@every 2s", store.SourceState{}, "2026-01-01 10:00:02", time.Hour, "2026-01-01 11:00:01", "2026-01-01 11:00:02"},
-		{"periodic cron back", "*/5 * * * *", store.SourceState{}, "2026-01-01 10:05:00", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:05:00"},
-		{"periodic cron back a day", "*/5 * * * *", store.SourceState{}, "2026-01-02 10:05:00", -24 * time.Hour, "2026-01-01 10:04:30", "2026-01-01 10:05:00"},
-		{"periodic cron forward: catch-up", "*/5 * * * *", store.SourceState{}, "2026-01-01 10:05:00", time.Hour, "2026-01-01 11:04:30", "2026-01-01 10:05:00"},
-		{"daily back 1h: not again", "30 2 * * *", store.SourceState{}, "2026-01-02 02:30:00", -time.Hour, "2026-01-01 01:40:00", "2026-01-02 02:30:00"},
-		{"daily back 4h: a new time", "30 2 * * *", store.SourceState{}, "2026-01-02 02:30:00", -4 * time.Hour, "2025-12-31 22:40:00", "2026-01-01 02:30:00"},
-		{"daily back 1h before it ran", "30 2 * * *", store.SourceState{}, "2026-01-01 02:30:00", -time.Hour, "2026-01-01 01:20:00", "2026-01-01 02:30:00"},
+		{"every back", "@every 2s", domain.SourceState{}, "2026-01-01 10:00:02", -40 * time.Second, "2026-01-01 09:59:21", "2026-01-01 09:59:22"},
+		{"every forward", "@every 2s", domain.SourceState{}, "2026-01-01 10:00:02", time.Hour, "2026-01-01 11:00:01", "2026-01-01 11:00:02"},
+		{"periodic cron back", "*/5 * * * *", domain.SourceState{}, "2026-01-01 10:05:00", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:05:00"},
+		{"periodic cron back a day", "*/5 * * * *", domain.SourceState{}, "2026-01-02 10:05:00", -24 * time.Hour, "2026-01-01 10:04:30", "2026-01-01 10:05:00"},
+		{"periodic cron forward: catch-up", "*/5 * * * *", domain.SourceState{}, "2026-01-01 10:05:00", time.Hour, "2026-01-01 11:04:30", "2026-01-01 10:05:00"},
+		{"daily back 1h: not again", "30 2 * * *", domain.SourceState{}, "2026-01-02 02:30:00", -time.Hour, "2026-01-01 01:40:00", "2026-01-02 02:30:00"},
+		{"daily back 4h: a new time", "30 2 * * *", domain.SourceState{}, "2026-01-02 02:30:00", -4 * time.Hour, "2025-12-31 22:40:00", "2026-01-01 02:30:00"},
+		{"daily back 1h before it ran", "30 2 * * *", domain.SourceState{}, "2026-01-01 02:30:00", -time.Hour, "2026-01-01 01:20:00", "2026-01-01 02:30:00"},
 		{"cron backoff back", "*/5 * * * *", failing, "2026-01-01 10:07:13", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:07:13"},
 		{"cron backoff on a tick back", "*/5 * * * *", failing, "2026-01-01 10:10:00", -time.Hour, "2026-01-01 09:04:30", "2026-01-01 09:10:00"},
 		{"cron cooldown forward", "*/5 * * * *", open, "2026-01-01 10:10:00", time.Hour, "2026-01-01 11:04:30", "2026-01-01 11:10:00"},
-		{"never", "*/5 * * * *", store.SourceState{}, "2200-01-01 00:00:00", -time.Hour, "2026-01-01 09:04:30", "2200-01-01 00:00:00"},
+		{"never", "*/5 * * * *", domain.SourceState{}, "2200-01-01 00:00:00", -time.Hour, "2026-01-01 09:04:30", "2200-01-01 00:00:00"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestSteppedNext(t *testing.T) {
 		})
 	}
 	// The breaker's cooldown is a duration: it moves with the step.
-	st := store.SourceState{BreakerState: breaker.Open, BreakerUntil: UTCPtr(at("2026-01-01 10:01:00")), NextRunAt: UTCPtr(at("2026-01-01 10:01:00"))}
+	st := domain.SourceState{BreakerState: breaker.Open, BreakerUntil: UTCPtr(at("2026-01-01 10:01:00")), NextRunAt: UTCPtr(at("2026-01-01 10:01:00"))}
 	if !StepState(&st, NewTiming("s", config.Every{D: 2 * time.Second}), -time.Hour, at("2026-01-01 09:00:30")) ||
 		!st.BreakerUntil.Equal(at("2026-01-01 09:01:00")) || !st.NextRunAt.Equal(at("2026-01-01 09:01:00")) {
 		t.Errorf("breaker until %v, next %v after -1h, want both 09:01:00", st.BreakerUntil, st.NextRunAt)

@@ -17,7 +17,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Timing turns a source's schedule into activation times. "@every D"
@@ -48,7 +48,7 @@ func NewTiming(name string, s config.Schedule) Timing {
 }
 
 // phaseOf returns a stable offset in [0, d) derived from name: the name's
-// hash (store.NameHash) scaled to d, so that phases follow the order of the
+// hash (domain.NameHash) scaled to d, so that phases follow the order of the
 // hashes whatever the period. The store keeps its rows in that order too:
 // the sources that one commit writes, polled within the same few
 // milliseconds, are neighbours in its tables.
@@ -58,7 +58,7 @@ func NewTiming(name string, s config.Schedule) Timing {
 // instead of one wake-up each (with 100,000 sources on "@every 1m", 100
 // wake-ups a second instead of one every 0.6 ms).
 func phaseOf(name string, d time.Duration) time.Duration {
-	hi, _ := bits.Mul64(store.NameHash(name), uint64(d))
+	hi, _ := bits.Mul64(domain.NameHash(name), uint64(d))
 	g := uint64(phaseGrid(d))
 	return time.Duration(hi / g * g)
 }

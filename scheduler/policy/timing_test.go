@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Phases lie in [0, d) on a grid of phaseGrid(d), follow the order of the names' hashes for every
@@ -21,7 +21,7 @@ func TestPhases(t *testing.T) {
 		names[i] = fmt.Sprintf("source-%d", i)
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		ha, hb := store.NameHash(a), store.NameHash(b)
+		ha, hb := domain.NameHash(a), domain.NameHash(b)
 		switch {
 		case ha < hb:
 			return -1

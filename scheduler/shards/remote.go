@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // Waits bound an operator's change made on one member for a source
@@ -60,7 +60,7 @@ func (r *Room) Waits() Waits {
 // owner is applying it: its result is awaited (within w.Settle), never
 // reported as applied before it is.
 func (r *Room) Remote(ctx context.Context, w Waits, action, name, reason string) error {
-	c := &store.Command{Source: name, Action: action, Reason: reason}
+	c := &domain.Command{Source: name, Action: action, Reason: reason}
 	if err := r.cst.EnqueueCommand(ctx, c); err != nil {
 		return fmt.Errorf("%s %s: %w", action, name, err)
 	}
@@ -73,7 +73,7 @@ func (r *Room) Remote(ctx context.Context, w Waits, action, name, reason string)
 			if done, err := r.remoteDone(got); done {
 				return err
 			}
-			if got.Status == store.CommandPending && now.Sub(start) > w.Apply {
+			if got.Status == domain.CommandPending && now.Sub(start) > w.Apply {
 				ok, err := r.cst.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.Apply))
 				if err == nil && ok {
 					return fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
@@ -98,11 +98,11 @@ func (r *Room) Remote(ctx context.Context, w Waits, action, name, reason string)
 
 // remoteDone reports whether command c has ended, and then nil if its
 // owner applied it, else the error to report.
-func (r *Room) remoteDone(c store.Command) (bool, error) {
+func (r *Room) remoteDone(c domain.Command) (bool, error) {
 	switch {
-	case c.Status == store.CommandExpired:
+	case c.Status == domain.CommandExpired:
 		return true, fmt.Errorf("%s %s was withdrawn (%s): it was not applied", c.Action, c.Source, c.Result)
-	case c.Status != store.CommandDone:
+	case c.Status != domain.CommandDone:
 		return false, nil
 	case c.Result != "":
 		return true, r.commandError(c)
@@ -112,7 +112,7 @@ func (r *Room) remoteDone(c store.Command) (bool, error) {
 
 // commandError is the error of a command its owner answered with one: it
 // wraps the error of its code (Options.Refusals), if any.
-func (r *Room) commandError(c store.Command) error {
+func (r *Room) commandError(c domain.Command) error {
 	if base, ok := r.opt.Refusals[c.Code]; ok {
 		return fmt.Errorf("%w: %s", base, c.Result)
 	}

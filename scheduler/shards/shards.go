@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -39,7 +40,7 @@ type Ownership interface {
 	// MayStart reports whether a poll of a source of shard may start now.
 	MayStart(shard int) bool
 	// Fence is what the commits are conditional on.
-	Fence(shardOf func(source string) int) store.Fence
+	Fence(shardOf func(source string) int) domain.Fence
 	// Ready is nil when the member's claims are renewed, else the reason.
 	Ready() error
 	// Name is the member's name (the source object's owner).
@@ -57,11 +58,11 @@ type Ownership interface {
 // commits, the states of the shards it takes over, the owners of the
 // others, and the command queue to reach them.
 type ClusterStore interface {
-	CommitFenced(ctx context.Context, f store.Fence, b store.Batch, keep int) ([]string, error)
-	LoadStatesOf(ctx context.Context, names []string) ([]store.SourceState, error)
+	CommitFenced(ctx context.Context, f domain.Fence, b domain.Batch, keep int) ([]string, error)
+	LoadStatesOf(ctx context.Context, names []string) ([]domain.SourceState, error)
 	ShardOwners(ctx context.Context) (map[int]string, error)
-	EnqueueCommand(ctx context.Context, c *store.Command) error
-	GetCommand(ctx context.Context, id uint64) (store.Command, error)
+	EnqueueCommand(ctx context.Context, c *domain.Command) error
+	GetCommand(ctx context.Context, id uint64) (domain.Command, error)
 	ExpireCommand(ctx context.Context, id uint64, reason string) (bool, error)
 }
 
@@ -78,7 +79,7 @@ type Options struct {
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) bool
 	// Refusals is the error an owner's refusal of a command wraps, by its
-	// code (store.Command.Code): the scheduler's ErrNotFound, ErrConflict.
+	// code (domain.Command.Code): the scheduler's ErrNotFound, ErrConflict.
 	Refusals map[string]error
 	// Settle is the default wait for the result of a command its owner
 	// claimed (Waits.Settle): the owner's own bound on recording it.
@@ -92,12 +93,12 @@ type Room struct {
 	own Ownership
 	cst ClusterStore
 	opt Options
-	// names is the shard of each configured source (store.ShardOf with its
+	// names is the shard of each configured source (domain.ShardOf with its
 	// limits group), read by the flusher's commits (ShardOf).
 	names atomic.Pointer[map[string]int]
 
 	mu      sync.Mutex
-	active  [store.Shards]bool // shards whose sources are in the heap
+	active  [domain.Shards]bool // shards whose sources are in the heap
 	activeN int
 	owners  map[int]string // the store's owner of each shard
 	// taken is, per shard, the fence it was last taken over with: what
@@ -147,7 +148,7 @@ func (r *Room) Ready() error {
 
 // Claims asks the member, for each shard, whether it may start polls of
 // it now (the input of Sync; the scheduler asks without its lock).
-func (r *Room) Claims() (may [store.Shards]bool) {
+func (r *Room) Claims() (may [domain.Shards]bool) {
 	for sh := range may {
 		may[sh] = r.own.MayStart(sh)
 	}
@@ -160,7 +161,7 @@ func (r *Room) Claims() (may [store.Shards]bool) {
 // (TakeOver), those it may start and whose writes drained(shard) says
 // are committed. The scheduler calls it with its lock held, and drained
 // with it.
-func (r *Room) Sync(may [store.Shards]bool, drained func(shard int) bool) (lost, gained []int) {
+func (r *Room) Sync(may [domain.Shards]bool, drained func(shard int) bool) (lost, gained []int) {
 	var idle []int
 	r.mu.Lock()
 	for sh := range may {
@@ -237,7 +238,7 @@ func (r *Room) TakeOver(gained []int, drained func(shard int) bool) []int {
 // fence, and the shard is taken over again only once those rows are
 // committed or refused). A shard never taken over has the member's
 // current fence. Called by the flusher, outside the scheduler's lock.
-func (r *Room) Fence() store.Fence {
+func (r *Room) Fence() domain.Fence {
 	f := r.own.Fence(r.ShardOf)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -252,7 +253,7 @@ func (r *Room) Fence() store.Fence {
 // member's with that fence). While the member's claims are not renewed it
 // commits nothing and returns an error: the flusher keeps the rows and
 // retries (rule 8.7).
-func (r *Room) Commit(ctx context.Context, b store.Batch, keep int) ([]string, error) {
+func (r *Room) Commit(ctx context.Context, b domain.Batch, keep int) ([]string, error) {
 	if err := r.own.Renewed(); err != nil {
 		// Which claims still hold is known again after the next round:
 		// a commit now could be refused for a claim that lapsed while
@@ -281,7 +282,7 @@ func (r *Room) ShardOf(name string) int {
 			return sh
 		}
 	}
-	return store.ShardOf(name, "")
+	return domain.ShardOf(name, "")
 }
 
 // Owner is the owner of shard for the source object: nil on a single
@@ -323,12 +324,12 @@ func (r *Room) ReadOwners(ctx context.Context) {
 }
 
 // ReadStates reads the stored states of names, by name.
-func (r *Room) ReadStates(ctx context.Context, names []string) (map[string]store.SourceState, error) {
+func (r *Room) ReadStates(ctx context.Context, names []string) (map[string]domain.SourceState, error) {
 	states, err := r.cst.LoadStatesOf(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]store.SourceState, len(states))
+	out := make(map[string]domain.SourceState, len(states))
 	for _, st := range states {
 		out[st.Name] = st
 	}

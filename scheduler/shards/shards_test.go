@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/cluster"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/pgtest"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/store"
@@ -53,13 +54,13 @@ func TestRoomTakeOverAndFence(t *testing.T) {
 	const sh = 7
 	undrained := func(s int) bool { return s != sh }
 	lost, gained := r.Sync(r.Claims(), undrained)
-	if len(lost) != 0 || len(gained) != store.Shards-1 {
+	if len(lost) != 0 || len(gained) != domain.Shards-1 {
 		t.Fatalf("first look: lost %d, gained %d; want 0 and every shard but the undrained one", len(lost), len(gained))
 	}
 	// TakeOver asks again: a shard drained at the look and written since
 	// (here: one Sync did not return) is not taken.
 	r.TakeOver(append(gained, sh), undrained)
-	if r.Polls(sh) || r.Count() != store.Shards-1 {
+	if r.Polls(sh) || r.Count() != domain.Shards-1 {
 		t.Fatalf("shard %d polled before its writes drained (%d shards polled)", sh, r.Count())
 	}
 	drained := func(int) bool { return true }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // QueueInfo is what only the running scheduler knows of a source's wait:
@@ -35,7 +35,7 @@ const QueueGlobal = "*"
 // configuration, its state, now and its place in the scheduler's queues.
 // Times are shown in UTC; redact masks secrets in the texts it quotes (nil:
 // none).
-func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueInfo, redact func(string) string) string {
+func Explain(src *config.Source, st *domain.SourceState, now time.Time, q QueueInfo, redact func(string) string) string {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
@@ -55,7 +55,7 @@ func Explain(src *config.Source, st *store.SourceState, now time.Time, q QueueIn
 	if st.NextRunAt != nil && st.NextRunAt.After(now) {
 		next = "in " + Relative(st.NextRunAt.Sub(now))
 	}
-	if st.LastOutcome == store.OutcomeThrottled {
+	if st.LastOutcome == domain.OutcomeThrottled {
 		return "throttled: next attempt " + next
 	}
 	switch policy.BreakerOf(st, now) {

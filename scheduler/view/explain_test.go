@@ -7,7 +7,7 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
-	"github.com/pacer-dev/pacer/store"
+	"github.com/pacer-dev/pacer/domain"
 )
 
 // TestExplain is the table of the sentences of contract section 11.2, one
@@ -24,49 +24,49 @@ func TestExplain(t *testing.T) {
 	tests := []struct {
 		name string
 		src  *config.Source
-		st   store.SourceState
+		st   domain.SourceState
 		q    QueueInfo
 		want string
 	}{
-		{"backoff of error_after", src(10), store.SourceState{ConsecutiveFailures: 3, LastRunAt: ran, NextRunAt: at(42 * time.Second)}, QueueInfo{},
+		{"backoff of error_after", src(10), domain.SourceState{ConsecutiveFailures: 3, LastRunAt: ran, NextRunAt: at(42 * time.Second)}, QueueInfo{},
 			"backoff: failure 3 of 10, next attempt in 42 s"},
-		{"backoff without error state", src(0), store.SourceState{ConsecutiveFailures: 3, LastRunAt: ran, NextRunAt: at(41500 * time.Millisecond)}, QueueInfo{},
+		{"backoff without error state", src(0), domain.SourceState{ConsecutiveFailures: 3, LastRunAt: ran, NextRunAt: at(41500 * time.Millisecond)}, QueueInfo{},
 			"backoff: failure 3, next attempt in 42 s"},
-		{"backoff overdue", src(10), store.SourceState{ConsecutiveFailures: 1, LastRunAt: ran, NextRunAt: at(-time.Second)}, QueueInfo{},
+		{"backoff overdue", src(10), domain.SourceState{ConsecutiveFailures: 1, LastRunAt: ran, NextRunAt: at(-time.Second)}, QueueInfo{},
 			"backoff: failure 1 of 10, next attempt due now"},
-		{"breaker open", src(10), store.SourceState{ConsecutiveFailures: 5, LastRunAt: ran, BreakerState: breaker.Open, BreakerUntil: at(63 * time.Second), NextRunAt: at(64 * time.Second)}, QueueInfo{},
+		{"breaker open", src(10), domain.SourceState{ConsecutiveFailures: 5, LastRunAt: ran, BreakerState: breaker.Open, BreakerUntil: at(63 * time.Second), NextRunAt: at(64 * time.Second)}, QueueInfo{},
 			"breaker open until 10:42:03 (cooldown 1m)"},
-		{"breaker open until tomorrow", src(10), store.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: at(24 * time.Hour)}, QueueInfo{},
+		{"breaker open until tomorrow", src(10), domain.SourceState{ConsecutiveFailures: 5, BreakerState: breaker.Open, BreakerUntil: at(24 * time.Hour)}, QueueInfo{},
 			"breaker open until 2026-12-01 10:41:00 (cooldown 1m)"},
-		{"breaker half-open", src(10), store.SourceState{ConsecutiveFailures: 5, LastRunAt: ran, BreakerState: breaker.Open, BreakerUntil: at(-time.Second), NextRunAt: at(3 * time.Second)}, QueueInfo{},
+		{"breaker half-open", src(10), domain.SourceState{ConsecutiveFailures: 5, LastRunAt: ran, BreakerState: breaker.Open, BreakerUntil: at(-time.Second), NextRunAt: at(3 * time.Second)}, QueueInfo{},
 			"breaker half-open: the next poll is its probe, in 3 s"},
-		{"paused", src(10), store.SourceState{Paused: true, PausedReason: "maintenance"}, QueueInfo{},
+		{"paused", src(10), domain.SourceState{Paused: true, PausedReason: "maintenance"}, QueueInfo{},
 			"paused: maintenance"},
-		{"paused in error", src(10), store.SourceState{Paused: true, PausedReason: "maintenance", ErrorReason: "10 consecutive failures; last: x"}, QueueInfo{},
+		{"paused in error", src(10), domain.SourceState{Paused: true, PausedReason: "maintenance", ErrorReason: "10 consecutive failures; last: x"}, QueueInfo{},
 			"paused: maintenance"},
-		{"error, redacted", src(10), store.SourceState{ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: GET https://x/?k=s3cret: 502 Bad Gateway"}, QueueInfo{},
+		{"error, redacted", src(10), domain.SourceState{ConsecutiveFailures: 10, ErrorReason: "10 consecutive failures; last: GET https://x/?k=s3cret: 502 Bad Gateway"}, QueueInfo{},
 			"error: 10 consecutive failures; last: GET https://x/?k=***: 502 Bad Gateway; reset to resume"},
-		{"throttled", src(10), store.SourceState{LastOutcome: store.OutcomeThrottled, LastRunAt: ran, NextRunAt: at(30 * time.Second)}, QueueInfo{},
+		{"throttled", src(10), domain.SourceState{LastOutcome: domain.OutcomeThrottled, LastRunAt: ran, NextRunAt: at(30 * time.Second)}, QueueInfo{},
 			"throttled: next attempt in 30 s"},
-		{"waiting for a permit", src(10), store.SourceState{LastRunAt: ran}, QueueInfo{Busy: true, Queue: QueueGlobal, Ahead: 12},
+		{"waiting for a permit", src(10), domain.SourceState{LastRunAt: ran}, QueueInfo{Busy: true, Queue: QueueGlobal, Ahead: 12},
 			"waiting for a permit (12 ahead)"},
-		{"first in the queue", src(10), store.SourceState{}, QueueInfo{Busy: true, Queue: QueueGlobal},
+		{"first in the queue", src(10), domain.SourceState{}, QueueInfo{Busy: true, Queue: QueueGlobal},
 			"waiting for a permit"},
-		{"waiting for its group", src(10), store.SourceState{}, QueueInfo{Busy: true, Queue: "partner-api", Ahead: 3},
+		{"waiting for its group", src(10), domain.SourceState{}, QueueInfo{Busy: true, Queue: "partner-api", Ahead: 3},
 			"waiting for a permit of group partner-api (3 ahead)"},
-		{"polling", src(10), store.SourceState{ConsecutiveFailures: 4, LastRunAt: ran}, QueueInfo{Busy: true},
+		{"polling", src(10), domain.SourceState{ConsecutiveFailures: 4, LastRunAt: ran}, QueueInfo{Busy: true},
 			"polling now"},
-		{"due", src(10), store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeSuccess, NextRunAt: at(0)}, QueueInfo{},
+		{"due", src(10), domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeSuccess, NextRunAt: at(0)}, QueueInfo{},
 			"due now"},
-		{"ok", src(10), store.SourceState{LastRunAt: ran, LastOutcome: store.OutcomeSuccess, NextRunAt: at(3 * time.Minute)}, QueueInfo{},
+		{"ok", src(10), domain.SourceState{LastRunAt: ran, LastOutcome: domain.OutcomeSuccess, NextRunAt: at(3 * time.Minute)}, QueueInfo{},
 			"next poll in 3 min"},
-		{"ok, hours", src(10), store.SourceState{LastRunAt: ran, NextRunAt: at(2*time.Hour + 5*time.Minute)}, QueueInfo{},
+		{"ok, hours", src(10), domain.SourceState{LastRunAt: ran, NextRunAt: at(2*time.Hour + 5*time.Minute)}, QueueInfo{},
 			"next poll in 2 h 5 min"},
-		{"pending", src(10), store.SourceState{NextRunAt: at(5 * time.Second)}, QueueInfo{},
+		{"pending", src(10), domain.SourceState{NextRunAt: at(5 * time.Second)}, QueueInfo{},
 			"first poll in 5 s"},
-		{"never loaded", src(10), store.SourceState{}, QueueInfo{},
+		{"never loaded", src(10), domain.SourceState{}, QueueInfo{},
 			"first poll at its first schedule tick"},
-		{"pending days", src(10), store.SourceState{NextRunAt: at(72 * time.Hour)}, QueueInfo{},
+		{"pending days", src(10), domain.SourceState{NextRunAt: at(72 * time.Hour)}, QueueInfo{},
 			"first poll in 3 d"},
 	}
 	for _, tc := range tests {
@@ -80,7 +80,7 @@ func TestExplain(t *testing.T) {
 
 // TestExplainNilRedact: without a redactor the texts are shown as stored.
 func TestExplainNilRedact(t *testing.T) {
-	st := store.SourceState{Paused: true, PausedReason: "a<b>"}
+	st := domain.SourceState{Paused: true, PausedReason: "a<b>"}
 	if got := Explain(&config.Source{}, &st, time.Now(), QueueInfo{}, nil); got != "paused: a<b>" {
 		t.Errorf("got %q", got)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
-	"github.com/pacer-dev/pacer/store"
 )
 
 // SourceObject is a source as status and the admin API show it (contract
@@ -47,7 +47,7 @@ type SourceObject struct {
 // View builds the source object of src from its state at now. redact masks
 // secrets in the error texts (they are stored redacted already; this is a
 // second line of defence for a store written by an older config).
-func View(src *config.Source, st *store.SourceState, now time.Time, redact func(string) string) SourceObject {
+func View(src *config.Source, st *domain.SourceState, now time.Time, redact func(string) string) SourceObject {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
