@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/heldconn"
 )
 
 // Timeouts and sizes of the admin server (see NewServer).
@@ -35,7 +37,7 @@ type Limiter struct {
 	wake chan struct{}
 
 	mu   sync.Mutex
-	idle map[*limitedConn]time.Time // idle since
+	idle map[*heldconn.Conn]time.Time // idle since
 }
 
 // LimitListener returns ln capped at n open connections (n >= 1).
@@ -45,7 +47,7 @@ func LimitListener(ln net.Listener, n int) *Limiter {
 		slots:    make(chan struct{}, max(n, 1)),
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
-		idle:     map[*limitedConn]time.Time{},
+		idle:     map[*heldconn.Conn]time.Time{},
 	}
 }
 
@@ -60,7 +62,7 @@ func (l *Limiter) Accept() (net.Conn, error) {
 	for {
 		select {
 		case l.slots <- struct{}{}:
-			return &limitedConn{Conn: c, l: l}, nil
+			return heldconn.New(c, l.release), nil
 		default:
 		}
 		if l.evictIdle() {
@@ -68,7 +70,7 @@ func (l *Limiter) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &limitedConn{Conn: c, l: l}, nil
+			return heldconn.New(c, l.release), nil
 		case <-l.wake: // one turned idle: evict it
 		case <-l.done:
 			_ = c.Close()
@@ -85,7 +87,7 @@ func (l *Limiter) Close() error {
 
 // ConnState tracks which connections are idle between requests.
 func (l *Limiter) ConnState(c net.Conn, s http.ConnState) {
-	lc, ok := c.(*limitedConn)
+	lc, ok := c.(*heldconn.Conn)
 	if !ok {
 		return
 	}
@@ -106,7 +108,7 @@ func (l *Limiter) ConnState(c net.Conn, s http.ConnState) {
 // there was one.
 func (l *Limiter) evictIdle() bool {
 	l.mu.Lock()
-	var oldest *limitedConn
+	var oldest *heldconn.Conn
 	var since time.Time
 	for c, t := range l.idle {
 		if oldest == nil || t.Before(since) {
@@ -122,22 +124,13 @@ func (l *Limiter) evictIdle() bool {
 	return true
 }
 
-// limitedConn gives its slot back when closed (once).
-type limitedConn struct {
-	net.Conn
-	l    *Limiter
-	once sync.Once
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		delete(c.l.idle, c)
-		c.l.mu.Unlock()
-		<-c.l.slots
-	})
-	return err
+// release gives the slot of c, an accepted connection, back when it is
+// closed (once: heldconn).
+func (l *Limiter) release(c *heldconn.Conn) {
+	l.mu.Lock()
+	delete(l.idle, c)
+	l.mu.Unlock()
+	<-l.slots
 }
 
 // NewServer returns the admin HTTP server for h on l, with bounded header

@@ -117,7 +117,7 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	if d.mb != nil {
 		memberName = d.mb.m.Name()
 	}
-	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName, Sole: d.mb == nil}); err != nil {
+	if d.send, err = notify.New(cfg.Notify, cfg.Redactor(), notify.Options{Outbox: st, Logger: log, Registry: reg, Member: memberName, Sole: d.mb == nil, Clock: clock}); err != nil {
 		return nil, err
 	}
 	d.sched, err = scheduler.New(cfg, scheduler.Options{Store: st, Logger: log, Registry: reg, DescriptorCap: fdCapOf, Ownership: own,
@@ -163,10 +163,11 @@ func prepareExecPolls(log *slog.Logger) {
 
 // joinCluster builds the cluster member of a daemon in a cluster (d.mb;
 // nothing on a single daemon) and returns the scheduler's ownership filter
-// and clock (nil, nil: every source, the real clock).
+// and the daemon's clock, the scheduler's and the notifier's (nil and
+// RealClock on a single daemon: every source, the wall clock).
 func (d *runner) joinCluster(st *store.Store) (scheduler.Ownership, scheduler.Clock, error) {
 	if !d.cfg.Cluster.Set {
-		return nil, nil, nil
+		return nil, scheduler.RealClock{}, nil
 	}
 	var err error
 	if d.mb, err = newMember(d.cfg, st, d.log, &d.sched); err != nil {

@@ -106,16 +106,9 @@ type Options struct {
 
 // LoadWith is Load with options.
 func LoadWith(path string, env func(string) (string, bool), opts Options) (*Config, error) {
-	if env == nil {
-		env = func(string) (string, bool) { return "", false }
-	}
-	abs, err := filepath.Abs(path)
+	env, abs, data, err := configInput(path, env)
 	if err != nil {
-		return nil, Problems{{Path: path, Msg: "cannot resolve path: " + err.Error()}}
-	}
-	data, err := readConfigFile(abs)
-	if err != nil {
-		return nil, Problems{{Path: path, Msg: err.Error()}}
+		return nil, err
 	}
 	if cfg := loadFast(path, abs, data, env, opts); cfg != nil {
 		return cfg, nil
@@ -200,6 +193,24 @@ const MaxConfigSize = 256 << 20
 // forever or block) of at most MaxConfigSize bytes, checked on the open
 // file and again while reading (it may grow meanwhile).
 func readConfigFile(abs string) ([]byte, error) { return readYAMLFile(abs, "config file") }
+
+// configInput is what LoadWith and PeekStore start from: env, or an empty
+// environment when nil, and the config file at path, made absolute, and
+// read. The error is the Problems LoadWith returns.
+func configInput(path string, env func(string) (string, bool)) (func(string) (string, bool), string, []byte, error) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", nil, Problems{{Path: path, Msg: "cannot resolve path: " + err.Error()}}
+	}
+	data, err := readConfigFile(abs)
+	if err != nil {
+		return nil, "", nil, Problems{{Path: path, Msg: err.Error()}}
+	}
+	return env, abs, data, nil
+}
 
 // readYAMLFile is readConfigFile for a file that messages call what
 // ("config file", "source file").

@@ -20,14 +20,7 @@ import (
 // stored states while the config, which may hold 100,000 sources, is being
 // loaded; the daemon still compares the result with what Load returns.
 func PeekStore(path string, env func(string) (string, bool)) (store string, ok bool) {
-	if env == nil {
-		env = func(string) (string, bool) { return "", false }
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", false
-	}
-	data, err := readConfigFile(abs)
+	env, abs, data, err := configInput(path, env)
 	if err != nil {
 		return "", false
 	}

@@ -54,19 +54,9 @@ func New(rt http.RoundTripper) *Deliverer {
 // redacted; Unwrap gives the cause (context.DeadlineExceeded at the
 // poll's timeout). errors.Is(err, sources.ErrLocal) holds when it failed
 // for lack of pacer's own resources (descriptors, memory, a refused fork):
-// rule 3.14, the scheduler then never counts it against the source.
-type Error struct {
-	text  string
-	cause error
-	local bool
-}
-
-func (e *Error) Error() string { return e.text }
-func (e *Error) Unwrap() error { return e.cause }
-
-// Is makes errors.Is(err, sources.ErrLocal) hold for a local resource
-// error.
-func (e *Error) Is(target error) bool { return target == sources.ErrLocal && e.local }
+// rule 3.14, the scheduler then never counts it against the source. It is
+// a poll's error type (sources.Error): a delivery is the end of a poll.
+type Error = sources.Error
 
 // failure returns the *Error "deliver: TARGET: DETAIL", redacted, or the
 // timeout or cancellation when ctx is done.
@@ -84,7 +74,7 @@ func failureOf(ctx context.Context, redact func(string) string, cause error, sta
 		}
 	}
 	local := cause != nil && ctx.Err() == nil && sources.IsLocal(cause, starting)
-	return &Error{text: redact("deliver: " + target + ": " + detail), cause: cause, local: local}
+	return sources.NewError(redact("deliver: "+target+": "+detail), cause, local)
 }
 
 // Deliver hands r to every target of d, in the order file, command,

@@ -58,7 +58,7 @@ func TestOutboxBoundedPerSource(t *testing.T) {
 	var logs syncBuffer
 	reg := prometheus.NewRegistry()
 	s, err := New(webhookNotify(srv.URL), nil, Options{Outbox: st, Registry: reg, Member: "t", Interval: 50 * time.Millisecond,
-		Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"github.com/pacer-dev/pacer/breaker"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/internal/lifecycle"
+	"github.com/pacer-dev/pacer/internal/ratelog"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -67,6 +68,18 @@ type Outbox interface {
 
 var _ Outbox = (*store.Store)(nil)
 
+// Clock is the sender's time: Now for the backoff, max_age and claims,
+// NewTimer for its interval and Stop's deadline. The daemon passes the
+// clock its scheduler runs on (one clock for all; a scheduler.Clock is
+// one, its Timer being the same interface as lifecycle.Timer); tests pass
+// one moved by hand.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) lifecycle.Timer
+}
+
+var _ lifecycle.Clock = Clock(nil)
+
 // Options are a sender's collaborators. Outbox and Registry are required.
 type Options struct {
 	Outbox   Outbox
@@ -82,9 +95,9 @@ type Options struct {
 	// Interval is how often the outbox is read without a wake-up
 	// (default DefaultInterval).
 	Interval time.Duration
-	// Now is the clock of the backoff, max_age and claims (nil:
-	// time.Now); tests move it by hand.
-	Now func() time.Time
+	// Clock is the sender's time (nil: lifecycle.RealClock, the wall
+	// clock); tests move it by hand.
+	Clock Clock
 }
 
 // settings is the notify section in force and the redactor of its config.
@@ -100,7 +113,7 @@ type Sender struct {
 	member   string
 	sole     bool
 	interval time.Duration
-	now      func() time.Time
+	clock    Clock
 	client   *http.Client
 	cur      atomic.Pointer[settings]
 	wake     chan struct{}
@@ -109,14 +122,13 @@ type Sender struct {
 	metrics  metrics
 	// passes counts the loop's readings of the outbox (tests wait on it).
 	passes atomic.Int64
-	// trimmed counts the events dropped by maxPerSource since trimLogged,
-	// when the last line about them was logged (the loop's alone).
-	trimmed    int
-	trimLogged time.Time
+	// trimLog rate-limits the lines about the events dropped by
+	// maxPerSource and counts those not logged (the loop's alone).
+	trimLog ratelog.Limiter
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// run is the loop and the workers; ctx is its context.
+	run lifecycle.Stage
+	ctx context.Context
 }
 
 // metrics are a sender's collectors: pacer_notifications_total's
@@ -156,7 +168,7 @@ func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, erro
 		return nil, errors.New("notify: Outbox and Registry are required")
 	}
 	s := &Sender{
-		ob: opts.Outbox, log: opts.Logger, member: opts.Member, sole: opts.Sole, interval: opts.Interval, now: opts.Now,
+		ob: opts.Outbox, log: opts.Logger, member: opts.Member, sole: opts.Sole, interval: opts.Interval, clock: opts.Clock,
 		client: newClient(),
 		wake:   make(chan struct{}, 1),
 		jobs:   make(chan job),
@@ -165,8 +177,8 @@ func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, erro
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = lifecycle.RealClock{}
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultInterval
@@ -205,9 +217,9 @@ func (s *Sender) Wake() {
 
 // Start runs the loop and the workers until Stop.
 func (s *Sender) Start() {
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx = s.run.Begin()
 	if s.sole {
-		if n, err := s.ob.RetryEventsNow(s.ctx, s.now(), true); err != nil {
+		if n, err := s.ob.RetryEventsNow(s.ctx, s.clock.Now(), true); err != nil {
 			s.storeError("release claims", err)
 		} else if n > 0 {
 			s.log.Info("notifications of an earlier run due again", "events", n)
@@ -215,47 +227,24 @@ func (s *Sender) Start() {
 	}
 	for range maxInFlight {
 		s.free <- struct{}{}
-		s.spawn(s.worker)
+		s.run.Spawn(s.worker)
 	}
-	s.spawn(s.loop)
+	s.run.Spawn(s.loop)
 }
 
 // Stop cancels the deliveries in flight (their events stay in the outbox,
 // claimed until their claim runs out) and waits for the goroutines, up to
 // timeout; it reports whether they all ended.
 func (s *Sender) Stop(timeout time.Duration) bool {
-	if s.cancel == nil {
-		return true
-	}
-	s.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
+	return s.run.StopBy(s.clock, s.clock.Now().Add(timeout))
 }
 
-func (s *Sender) spawn(f func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-}
-
-// loop reads the outbox when woken and every interval: it drops what is
-// too old, claims as many events as workers are idle and hands them out,
-// and updates the pending gauge.
+// loop reads the outbox when woken and every interval (a timer of the
+// sender's clock, set again as it fires, as a ticker would be): it drops
+// what is too old, claims as many events as workers are idle and hands
+// them out, and updates the pending gauge.
 func (s *Sender) loop() {
-	tick := time.NewTicker(s.interval)
+	tick := s.clock.NewTimer(s.interval)
 	defer tick.Stop()
 	for {
 		housekeep := false
@@ -263,7 +252,8 @@ func (s *Sender) loop() {
 		case <-s.ctx.Done():
 			return
 		case <-s.wake:
-		case <-tick.C:
+		case <-tick.C():
+			tick.Reset(s.interval)
 			housekeep = true
 		}
 		s.pass(housekeep)
@@ -284,7 +274,7 @@ func (s *Sender) pass(housekeep bool) {
 		}
 		return
 	}
-	ctx, now := s.ctx, s.now()
+	ctx, now := s.ctx, s.clock.Now()
 	if housekeep {
 		s.housekeep(set, now)
 	}
@@ -359,14 +349,13 @@ func (s *Sender) trim(now time.Time) bool {
 		return false
 	}
 	s.metrics.dropped.Add(float64(len(dropped)))
-	s.trimmed += len(dropped)
-	if !s.trimLogged.IsZero() && now.Sub(s.trimLogged) < trimLogEvery {
+	logNow, held := s.trimLog.Allow(now, trimLogEvery, len(dropped))
+	if !logNow {
 		return true
 	}
 	first := dropped[0]
 	s.log.Warn("notifications dropped: a source has more undelivered events than the outbox keeps per source; its oldest go",
-		"dropped", s.trimmed, "kept_per_source", maxPerSource, "source", first.Source, "event", first.Event, "id", first.ID)
-	s.trimmed, s.trimLogged = 0, now
+		"dropped", held+len(dropped), "kept_per_source", maxPerSource, "source", first.Source, "event", first.Event, "id", first.ID)
 	return true
 }
 
@@ -418,7 +407,7 @@ func (s *Sender) handle(j job) {
 			// A retry went through: the targets answer again, so the
 			// events waiting out their backoff (up to 5 min after a
 			// long outage) go now instead, and the outbox drains.
-			if _, err := s.ob.RetryEventsNow(ctx, s.now(), false); err != nil {
+			if _, err := s.ob.RetryEventsNow(ctx, s.clock.Now(), false); err != nil {
 				s.storeError("retry now", err)
 			}
 		}
@@ -426,7 +415,7 @@ func (s *Sender) handle(j job) {
 	}
 	s.metrics.failed.Inc()
 	attempts := j.ev.Attempts + 1
-	next := s.now().Add(Backoff(attempts))
+	next := s.clock.Now().Add(Backoff(attempts))
 	if attempts&(attempts-1) == 0 { // the 1st, 2nd, 4th, 8th ... failure
 		s.log.Warn("notification delivery failed; retrying", "source", j.ev.Source, "event", j.ev.Event, "id", j.ev.ID,
 			"attempts", attempts, "next_attempt_at", next.UTC(), "err", j.set.redact.Redact(err.Error()))

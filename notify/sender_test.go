@@ -17,6 +17,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/internal/lifecycle"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -185,8 +186,10 @@ func TestInFlightBounded(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock moved by hand.
+// fakeClock is a clock whose Now is moved by hand; its timers (the
+// sender's interval) run on the wall clock.
 type fakeClock struct {
+	lifecycle.RealClock
 	mu sync.Mutex
 	t  time.Time
 }
@@ -207,7 +210,7 @@ func (c *fakeClock) set(t time.Time) {
 func startFake(t *testing.T, st *store.Store, n *config.Notify, c *fakeClock) (*Sender, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	s, err := New(n, nil, Options{Outbox: st, Registry: reg, Member: "t", Interval: 50 * time.Millisecond, Now: c.Now})
+	s, err := New(n, nil, Options{Outbox: st, Registry: reg, Member: "t", Interval: 50 * time.Millisecond, Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,10 @@ type Monotonic interface {
 	Monotonic() time.Duration
 }
 
-// Timer is the part of *time.Timer the scheduler uses.
-type Timer interface {
+// Timer is the part of *time.Timer the scheduler uses. An alias of an
+// unnamed interface, as lifecycle.Timer and notify's are, so that a Clock
+// is also theirs (one clock for the scheduler and the notifier).
+type Timer = interface {
 	C() <-chan time.Time
 	Stop() bool
 	Reset(d time.Duration) bool

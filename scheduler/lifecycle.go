@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/internal/lifecycle"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
@@ -289,24 +290,7 @@ func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
 // awaitBy waits for done until the clock reaches t; it reports whether
 // done was closed.
 func awaitBy(c Clock, done <-chan struct{}, t time.Time) bool {
-	select {
-	case <-done:
-		return true
-	default:
-	}
-	tm := c.NewTimer(max(t.Sub(c.Now()), 0))
-	defer tm.Stop()
-	select {
-	case <-done:
-		return true
-	case <-tm.C():
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	}
+	return lifecycle.AwaitBy(c, done, t)
 }
 
 // stage is a set of goroutines that stop together: stopBy cancels their
@@ -336,12 +320,7 @@ func (g *stage) spawn(ctx context.Context, f func(context.Context)) {
 // reaches t; it reports whether every goroutine ended.
 func (g *stage) stopBy(c Clock, t time.Time) bool {
 	g.cancel()
-	done := make(chan struct{})
-	go func() {
-		g.wg.Wait()
-		close(done)
-	}()
-	return awaitBy(c, done, t)
+	return lifecycle.WaitBy(c, &g.wg, t)
 }
 
 // Healthy returns nil when the scheduling loop made a pass within maxAge

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"log/slog"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/ratelog"
 )
 
 // localLogEvery is the shortest interval between two warnings about local
@@ -17,18 +19,16 @@ const localLogEvery = time.Second
 // there were (pacer_polls_total{outcome="local_error"} has the exact
 // count). The scheduler calls note with mu held.
 type localLog struct {
-	last       time.Time // when the last line was written
-	suppressed int       // local errors since then, not logged
+	lim ratelog.Limiter // the last line, the local errors not logged since
 }
 
 // note records a local error of source at now and logs it unless a line was
 // written within localLogEvery, through logf (Scheduler.logLocked).
 func (l *localLog) note(logf func(lvl slog.Level, msg string, args ...any), now time.Time, source, err string) {
-	if !l.last.IsZero() && now.Sub(l.last) < localLogEvery && !now.Before(l.last) {
-		l.suppressed++
+	logNow, suppressed := l.lim.Allow(now, localLogEvery, 1)
+	if !logNow {
 		return
 	}
 	logf(slog.LevelWarn, "poll failed for lack of pacer's own resources; retrying, not counted against the source",
-		"source", source, "err", err, "suppressed_since_last_line", l.suppressed)
-	l.last, l.suppressed = now, 0
+		"source", source, "err", err, "suppressed_since_last_line", suppressed)
 }

@@ -2,9 +2,10 @@ package sources
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/pacer-dev/pacer/internal/heldconn"
 )
 
 // connBudget is the one budget of open connections that every transport
@@ -54,37 +55,16 @@ func (b *connBudget) dialer(sl *transportSlot, dial dialFunc) dialFunc {
 			b.open.Add(-1)
 			return nil, err
 		}
-		return &countedConn{Conn: c, b: b}, nil
+		return heldconn.New(c, b.release), nil
 	}
 }
 
 // count returns c counted as open until its first Close.
 func (b *connBudget) count(c net.Conn) net.Conn {
 	b.open.Add(1)
-	return &countedConn{Conn: c, b: b}
+	return heldconn.New(c, b.release)
 }
 
-// countedConn is a connection counted in a connBudget until it is closed.
-type countedConn struct {
-	net.Conn
-	b      *connBudget
-	closed atomic.Bool
-}
-
-// Close closes the connection and, the first time, takes it off the count.
-func (c *countedConn) Close() error {
-	err := c.Conn.Close()
-	if c.closed.CompareAndSwap(false, true) {
-		c.b.open.Add(-1)
-	}
-	return err
-}
-
-// ReadFrom keeps the connection's own ReadFrom (sendfile or splice of a
-// spooled result to a webhook).
-func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
-}
+// release takes a connection off the count, at its first Close
+// (heldconn).
+func (b *connBudget) release(*heldconn.Conn) { b.open.Add(-1) }

@@ -42,25 +42,32 @@ func New(src *config.Source, clients *Clients, redact func(string) string) (Poll
 // last error; a later local error or success resumes the source as it was.
 var ErrLocal = errors.New("local resource error")
 
-// pollError is the error of a failed or throttled poll. Its text is already
-// redacted; the cause is kept so that errors.Is(err, context.DeadlineExceeded)
-// and errors.Is(err, context.Canceled) work, and errors.Is(err, ErrLocal)
-// holds for a local resource error.
-type pollError struct {
+// Error is the error of a failed or throttled poll, and of a failed
+// delivery (deliver.Error). Its text is already redacted; the cause is kept
+// so that errors.Is(err, context.DeadlineExceeded) and errors.Is(err,
+// context.Canceled) work, and errors.Is(err, ErrLocal) holds for a local
+// resource error.
+type Error struct {
 	text  string
 	cause error
 	local bool
 }
 
-func (e *pollError) Error() string { return e.text }
-func (e *pollError) Unwrap() error { return e.cause }
+// NewError returns the Error of text (redacted already) and cause; local
+// says that it failed for lack of pacer's own resources (ErrLocal).
+func NewError(text string, cause error, local bool) *Error {
+	return &Error{text: text, cause: cause, local: local}
+}
+
+func (e *Error) Error() string { return e.text }
+func (e *Error) Unwrap() error { return e.cause }
 
 // Is makes errors.Is(err, ErrLocal) hold for a local resource error.
-func (e *pollError) Is(target error) bool { return target == ErrLocal && e.local }
+func (e *Error) Is(target error) bool { return target == ErrLocal && e.local }
 
-// newPollError returns a pollError whose text is redact(prefix + ": " + detail).
+// newPollError returns an Error whose text is redact(prefix + ": " + detail).
 func newPollError(redact func(string) string, cause error, prefix, detail string) error {
-	return &pollError{text: redact(prefix + ": " + detail), cause: cause}
+	return NewError(redact(prefix+": "+detail), cause, false)
 }
 
 // isLocal reports whether err, from starting a command (starting) or from
@@ -90,9 +97,9 @@ func isLocal(err error, starting bool) bool {
 // their errors with it.
 func IsLocal(err error, starting bool) bool { return isLocal(err, starting) }
 
-// markLocal marks err (a *pollError) as local and reports true when isLocal.
+// markLocal marks err (an *Error) as local and reports true when isLocal.
 func markLocal(err, cause error, starting bool) bool {
-	var pe *pollError
+	var pe *Error
 	if cause == nil || !isLocal(cause, starting) || !errors.As(err, &pe) {
 		return false
 	}
