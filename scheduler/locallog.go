@@ -22,7 +22,7 @@ type localLog struct {
 }
 
 // note records a local error of source at now and logs it unless a line was
-// written within localLogEvery, through logf (Scheduler.logLocked).
+// written within localLogEvery, through logf (table.logLocked).
 func (l *localLog) note(logf func(lvl slog.Level, msg string, args ...any), now time.Time, source, err string) {
 	if !l.last.IsZero() && now.Sub(l.last) < localLogEvery && !now.Before(l.last) {
 		l.suppressed++
