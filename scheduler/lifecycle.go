@@ -127,6 +127,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // them while its config is being loaded. A second call returns an error and
 // changes nothing.
 func (s *Scheduler) StartFrom(states []domain.SourceState) error {
+	t, life, d := s.tab, s.life, s.deps
 	// An index into states, not a copy of each (296 bytes): at 100,000
 	// sources this start-up map holds ~3 MB instead of ~35 MB, which
 	// counts in the start-up's peak. As before, the last state of a name
@@ -135,26 +136,26 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	for i := range states {
 		stored[states[i].Name] = i
 	}
-	// The pollers are built before mu is taken (newPollers); s.tab.cfg changes
+	// The pollers are built before mu is taken (newPollers); t.cfg changes
 	// only under reloading too.
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
-	built, berr := s.tab.newPollers(s.tab.cfg.Sources, s.tab.redact)
-	s.tab.mu.Lock()
-	defer s.tab.unlock()
+	built, berr := t.newPollers(t.cfg.Sources, t.redact)
+	t.mu.Lock()
+	defer t.unlock()
 	// Check and set started first: the stages below belong to this start.
-	if s.tab.started {
+	if t.started {
 		return errors.New("scheduler: already started")
 	}
-	s.tab.started = true
-	for _, g := range []*stage{&s.life.dispatching, &s.life.working, &s.life.polling, &s.life.flushing} {
+	t.started = true
+	for _, g := range []*stage{&life.dispatching, &life.working, &life.polling, &life.flushing} {
 		g.begin()
 	}
-	now, skew, _ := s.tab.clk.readClocks()
-	s.tab.clk.skew = skew
-	s.tab.q.SetLimits(s.life.dispatching.ctx, s.tab.cfg.Limits, s.life.dispatching.spawn)
-	for i := range s.tab.cfg.Sources {
-		src := s.tab.cfg.Sources[i]
+	now, skew, _ := t.clk.readClocks()
+	t.clk.skew = skew
+	t.q.SetLimits(life.dispatching.ctx, t.cfg.Limits, life.dispatching.spawn)
+	for i := range t.cfg.Sources {
+		src := t.cfg.Sources[i]
 		var st domain.SourceState
 		j, found := stored[src.Name]
 		if found {
@@ -162,24 +163,24 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 		}
 		err := berr
 		if err == nil {
-			err = s.tab.addEntry(src, built[i], st, found, now)
+			err = t.addEntry(src, built[i], st, found, now)
 		}
 		if err != nil {
 			// Nothing runs but the group admitters: they end once mu is
 			// released, and Shutdown has nothing left to do.
-			s.tab.stopped = true
-			s.life.dispatching.cancel()
+			t.stopped = true
+			life.dispatching.cancel()
 			return err
 		}
 	}
-	s.wk.resizeWorkers(s.tab.limitOf(s.tab.cfg))
-	s.life.flushing.spawn(s.life.flushing.ctx, s.deps.flush.Run)
-	s.life.dispatching.spawn(s.life.dispatching.ctx, s.wk.loop)
-	s.life.dispatching.spawn(s.life.dispatching.ctx, s.ctl.commands)
-	if s.deps.shards.Member() {
-		s.life.dispatching.spawn(s.life.dispatching.ctx, s.cl.watchOwnership)
+	s.wk.resizeWorkers(t.limitOf(t.cfg))
+	life.flushing.spawn(life.flushing.ctx, d.flush.Run)
+	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
+	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
+	if d.shards.Member() {
+		life.dispatching.spawn(life.dispatching.ctx, s.cl.watchOwnership)
 	}
-	s.life.loopBeat.Store(int64(s.tab.clk.sinceOrigin()))
+	life.loopBeat.Store(int64(t.clk.sinceOrigin()))
 	return nil
 }
 
@@ -207,35 +208,36 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 // the store keeps the previous ones). It does nothing before Start or
 // after a first Shutdown.
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
-	s.tab.mu.Lock()
-	if !s.tab.started || s.tab.stopped {
-		s.tab.unlock()
+	t, life, d := s.tab, s.life, s.deps
+	t.mu.Lock()
+	if !t.started || t.stopped {
+		t.unlock()
 		return nil
 	}
-	s.tab.stopped = true
-	s.tab.unlock()
+	t.stopped = true
+	t.unlock()
 
 	timeout = max(timeout, 0)
 	grace := shutdownGrace(timeout)
-	now := s.deps.clock.Now()
+	now := d.clock.Now()
 	deadline := now.Add(max(timeout, grace))
 	cut, polled := deadline.Add(-grace), deadline.Add(-grace/2)
-	if !s.life.dispatching.stopBy(s.deps.clock, policy.MaxOf(cut, now.Add(grace/4))) {
-		s.deps.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
+	if !life.dispatching.stopBy(d.clock, policy.MaxOf(cut, now.Add(grace/4))) {
+		d.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
 	}
 	s.wk.drainPolls(timeout, cut, polled)
-	s.tab.mu.Lock()
-	s.tab.sweepFlaps(s.deps.clock.Now(), true) // report what is coalesced
-	s.tab.unlock()
+	t.mu.Lock()
+	t.sweepFlaps(d.clock.Now(), true) // report what is coalesced
+	t.unlock()
 	var err error
-	if !s.life.flushing.stopBy(s.deps.clock, deadline.Add(-grace/4)) {
+	if !life.flushing.stopBy(d.clock, deadline.Add(-grace/4)) {
 		// The flusher is stuck in a commit: a final flush would run
 		// beside it (flush is not reentrant).
 		err = errors.New("the store did not answer in time")
 	} else {
-		err = s.life.finalFlush(policy.MaxOf(deadline, s.deps.clock.Now().Add(grace/4)))
+		err = life.finalFlush(policy.MaxOf(deadline, d.clock.Now().Add(grace/4)))
 	}
-	s.deps.transport.close()
+	d.transport.close()
 	if err != nil {
 		return fmt.Errorf("scheduler: final flush: %w", err)
 	}

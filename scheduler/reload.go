@@ -15,36 +15,37 @@ import (
 // being polled (their stored state is kept), changed ones take their new
 // settings and leave any error state. Unchanged sources keep running.
 func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	t, life := s.tab, s.life
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
-	stored, err := s.tab.storedOfAdded(ctx, cfg)
+	stored, err := t.storedOfAdded(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	redact := cfg.Redactor()
-	built, err := s.tab.newPollers(cfg.Sources, redact)
+	built, err := t.newPollers(cfg.Sources, redact)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	s.tab.mu.Lock()
-	defer s.tab.unlock()
-	if s.tab.stopped {
+	t.mu.Lock()
+	defer t.unlock()
+	if t.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
-	now := s.tab.now()
-	s.tab.applyDescCap(cfg)
-	s.tab.cfg = cfg
-	s.tab.redact = redact
-	s.tab.keep.Store(int64(cfg.History.Keep))
-	s.tab.q.SetLimits(s.life.dispatching.ctx, cfg.Limits, s.life.dispatching.spawn)
-	if err := s.tab.reloadSources(cfg.Sources, built, stored, now); err != nil {
+	now := t.now()
+	t.applyDescCap(cfg)
+	t.cfg = cfg
+	t.redact = redact
+	t.keep.Store(int64(cfg.History.Keep))
+	t.q.SetLimits(life.dispatching.ctx, cfg.Limits, life.dispatching.spawn)
+	if err := t.reloadSources(cfg.Sources, built, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if s.tab.descLimit(cfg) < cfg.Concurrency {
-		s.tab.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.tab.descLimit(cfg))
+	if t.descLimit(cfg) < cfg.Concurrency {
+		t.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", t.descLimit(cfg))
 	}
-	s.wk.resizeWorkers(s.tab.limitOf(cfg))
-	s.tab.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.tab.limitOf(cfg))
+	s.wk.resizeWorkers(t.limitOf(cfg))
+	t.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", t.limitOf(cfg))
 	return nil
 }
 
