@@ -174,7 +174,7 @@ func startBench(b *testing.B, dir string, cfg *config.Config, newPoller func(*co
 // settle waits until the flusher has committed everything submitted so
 // far (after a start: every new source's first state), at most limit.
 func (h *benchSched) settle(limit time.Duration) {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && !h.s.flush.Idle(); {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && !h.s.deps.flush.Idle(); {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -246,7 +246,7 @@ func startCronSpread(b *testing.B, cfg *config.Config, rec *lagRecorder) *cron.C
 func commitSeconds(b *testing.B, h *benchSched) float64 {
 	b.Helper()
 	var m dto.Metric
-	if err := h.s.m.storeCommit.Write(&m); err != nil {
+	if err := h.s.deps.m.storeCommit.Write(&m); err != nil {
 		b.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleSum()

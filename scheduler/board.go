@@ -26,24 +26,28 @@ const viewChunk = 2048
 // for a pass by chunks. A reload replaces the slice and never changes it,
 // so it may be read without the lock; a source the reload removed is found
 // missing from the entries and left out, one it added is in the next pass.
-func (s *Scheduler) configured() []*config.Source {
-	s.mu.Lock()
-	defer s.unlock()
-	return s.cfg.Sources
+func (t *table) configured() []*config.Source {
+	t.mu.Lock()
+	defer t.unlock()
+	return t.cfg.Sources
 }
 
-// Rows returns every configured source as a Row, in configuration order.
-// Each row is read under the scheduler's lock, consistent on its own; the
-// lock is released between chunks of viewChunk sources, so two rows may
-// be read a moment apart.
-func (s *Scheduler) Rows() []view.Row {
-	srcs := s.configured()
+// board builds the read-only views of the table: the dashboard's rows,
+// the API's explained sources and histories, the metrics' state counts.
+type board struct {
+	*table
+	cl *membership
+}
+
+// rows is Scheduler.Rows.
+func (b *board) rows() []view.Row {
+	srcs := b.configured()
 	out := make([]view.Row, 0, len(srcs))
 	for lo := 0; lo < len(srcs); lo += viewChunk {
-		s.mu.Lock()
-		now := s.clock.Now()
+		b.mu.Lock()
+		now := b.clock.Now()
 		for i := lo; i < min(lo+viewChunk, len(srcs)); i++ {
-			e := s.entries[srcs[i].Name]
+			e := b.entries[srcs[i].Name]
 			if e == nil || e.removed {
 				continue
 			}
@@ -56,26 +60,24 @@ func (s *Scheduler) Rows() []view.Row {
 			}
 			out = append(out, r)
 		}
-		s.unlock()
-		s.betweenChunks()
+		b.unlock()
+		b.betweenChunks()
 	}
 	return out
 }
 
 // betweenChunks runs the tests' hook between two chunks of a pass.
-func (s *Scheduler) betweenChunks() {
-	if s.viewHook != nil {
-		s.viewHook()
+func (b *board) betweenChunks() {
+	if b.viewHook != nil {
+		b.viewHook()
 	}
 }
 
-// ExplainSources returns the named sources (unknown names are left out),
-// in the order given, or every source in configuration order when names is
-// nil (ExplainAll), each with the explanation of its wait.
-func (s *Scheduler) ExplainSources(names []string) []view.Explained {
+// explainSources is Scheduler.ExplainSources.
+func (b *board) explainSources(names []string) []view.Explained {
 	if names == nil {
 		var out []view.Explained
-		_ = s.ExplainAll(func(xs []view.Explained) error { // fn never fails
+		_ = b.explainAll(func(xs []view.Explained) error { // fn never fails
 			out = append(out, xs...)
 			return nil
 		})
@@ -84,40 +86,35 @@ func (s *Scheduler) ExplainSources(names []string) []view.Explained {
 		}
 		return out
 	}
-	remote := s.remoteStates(names)
-	s.mu.Lock()
-	defer s.unlock()
+	remote := b.cl.remoteStates(names)
+	b.mu.Lock()
+	defer b.unlock()
 	es := make([]*entry, 0, len(names))
 	for _, n := range names {
-		if e, err := s.entry(n); err == nil {
+		if e, err := b.entry(n); err == nil {
 			es = append(es, e)
 		}
 	}
-	return s.explain(es, remote, nil)
+	return b.explain(es, remote, nil)
 }
 
-// ExplainAll calls fn with every source, in configuration order, by chunks
-// of viewChunk, each read under the scheduler's lock and handed to fn
-// outside it (the slice is reused: fn must not keep it). It returns fn's
-// first error, which ends the pass. GET /api/sources streams them: at
-// 100,000 sources the whole list held about 126 MiB while it was built
-// and written.
-func (s *Scheduler) ExplainAll(fn func([]view.Explained) error) error {
-	remote := s.remoteStates(nil)
-	srcs := s.configured()
+// explainAll is Scheduler.ExplainAll.
+func (b *board) explainAll(fn func([]view.Explained) error) error {
+	remote := b.cl.remoteStates(nil)
+	srcs := b.configured()
 	es := make([]*entry, 0, min(len(srcs), viewChunk))
 	out := make([]view.Explained, 0, min(len(srcs), viewChunk))
 	for lo := 0; lo < len(srcs); lo += viewChunk {
-		s.mu.Lock()
+		b.mu.Lock()
 		es = es[:0]
 		for i := lo; i < min(lo+viewChunk, len(srcs)); i++ {
-			if e := s.entries[srcs[i].Name]; e != nil && !e.removed {
+			if e := b.entries[srcs[i].Name]; e != nil && !e.removed {
 				es = append(es, e)
 			}
 		}
-		out = s.explain(es, remote, out[:0])
-		s.unlock()
-		s.betweenChunks()
+		out = b.explain(es, remote, out[:0])
+		b.unlock()
+		b.betweenChunks()
 		if err := fn(out); err != nil {
 			return err
 		}
@@ -127,57 +124,54 @@ func (s *Scheduler) ExplainAll(fn func([]view.Explained) error) error {
 
 // explain appends the source objects of es, with their explanations, to
 // out. mu held.
-func (s *Scheduler) explain(es []*entry, remote map[string]domain.SourceState, out []view.Explained) []view.Explained {
-	now := s.clock.Now()
-	qs := s.queueInfo(es)
+func (b *board) explain(es []*entry, remote map[string]domain.SourceState, out []view.Explained) []view.Explained {
+	now := b.clock.Now()
+	qs := b.queueInfo(es)
 	for _, e := range es {
 		st := &e.st
-		if r, ok := remote[e.name]; ok && s.dormant(e) {
+		if r, ok := remote[e.name]; ok && b.dormant(e) {
 			st = &r // another member's source: as its owner committed it
 		}
 		x := view.Explained{
-			SourceObject: view.View(e.src, st, now, s.redact.Redact),
-			Why:          view.Explain(e.src, st, now, qs[e], s.redact.Redact),
+			SourceObject: view.View(e.src, st, now, b.redact.Redact),
+			Why:          view.Explain(e.src, st, now, qs[e], b.redact.Redact),
 		}
-		x.Owner = s.owner(e)
+		x.Owner = b.cl.owner(e)
 		out = append(out, x)
 	}
 	return out
 }
 
-// ExplainSource returns one source with its explanation, or ErrNotFound.
-func (s *Scheduler) ExplainSource(name string) (view.Explained, error) {
-	s.mu.Lock()
-	_, err := s.entry(name)
-	s.unlock()
+// explainSource is Scheduler.ExplainSource.
+func (b *board) explainSource(name string) (view.Explained, error) {
+	b.mu.Lock()
+	_, err := b.entry(name)
+	b.unlock()
 	if err != nil {
 		return view.Explained{}, err
 	}
-	out := s.ExplainSources([]string{name})
+	out := b.explainSources([]string{name})
 	if len(out) == 0 { // removed by a reload in between
 		return view.Explained{}, ErrNotFound
 	}
 	return out[0], nil
 }
 
-// Histories returns History(name, n) of each of names that is configured
-// (the others are left out), the stored records read over one connection
-// of the store (store.Histories): the dashboard's table shows the last
-// polls of each of its rows.
-func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
+// histories is Scheduler.Histories.
+func (b *board) histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error) {
 	known := make([]string, 0, len(names))
-	s.mu.Lock()
+	b.mu.Lock()
 	for _, name := range names {
-		if _, err := s.entry(name); err == nil {
+		if _, err := b.entry(name); err == nil {
 			known = append(known, name)
 		}
 	}
-	s.unlock()
-	n = max(min(n, int(s.keep.Load())), 0)
+	b.unlock()
+	n = max(min(n, int(b.keep.Load())), 0)
 	out := make(map[string][]domain.PollRecord, len(known))
 	var read []string // those with fewer than n records pending
 	for _, name := range known {
-		out[name] = s.flush.PendingRecords(name)
+		out[name] = b.flush.PendingRecords(name)
 		if len(out[name]) >= n {
 			out[name] = out[name][:n]
 		} else {
@@ -187,7 +181,7 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 	if len(read) == 0 {
 		return out, nil
 	}
-	stored, err := s.store.Histories(ctx, read, n)
+	stored, err := b.store.Histories(ctx, read, n)
 	if err != nil {
 		return nil, fmt.Errorf("histories: %w", err)
 	}
@@ -197,32 +191,22 @@ func (s *Scheduler) Histories(ctx context.Context, names []string, n int) (map[s
 	return out, nil
 }
 
-// Load returns the polls in flight and the effective global cap.
-func (s *Scheduler) Load() (inflight, limit int) {
-	s.mu.Lock()
-	limit = s.limitOf(s.cfg)
-	s.unlock()
-	return int(s.inflightN.Load()), limit
-}
-
-// SourceConfig returns a copy of a source's effective settings and the
-// redactor of the configuration in force (to show them with the secrets
-// masked), or ErrNotFound.
-func (s *Scheduler) SourceConfig(name string) (config.Source, *config.Redactor, error) {
-	s.mu.Lock()
-	defer s.unlock()
-	e, err := s.entry(name)
+// sourceConfig is Scheduler.SourceConfig.
+func (b *board) sourceConfig(name string) (config.Source, *config.Redactor, error) {
+	b.mu.Lock()
+	defer b.unlock()
+	e, err := b.entry(name)
 	if err != nil {
 		return config.Source{}, nil, err
 	}
-	return *e.src, s.redact, nil
+	return *e.src, b.redact, nil
 }
 
 // queueInfo finds where the busy ones of es wait: one pass over the global
 // queue and over the queue of each group one of them belongs to. The idle
 // ones get the zero QueueInfo. mu held (the order mu, then a queue's lock,
 // is dispatch's).
-func (s *Scheduler) queueInfo(es []*entry) map[*entry]view.QueueInfo {
+func (b *board) queueInfo(es []*entry) map[*entry]view.QueueInfo {
 	want := make(map[*entry]bool)
 	groups := make(map[*queue.Group[*entry]]bool)
 	for _, e := range es {
@@ -240,7 +224,7 @@ func (s *Scheduler) queueInfo(es []*entry) map[*entry]view.QueueInfo {
 	for e := range want {
 		out[e] = view.QueueInfo{Busy: true}
 	}
-	s.q.Where(want, groups, view.QueueGlobal, func(e *entry, queue string, ahead int) {
+	b.q.Where(want, groups, view.QueueGlobal, func(e *entry, queue string, ahead int) {
 		out[e] = view.QueueInfo{Busy: true, Queue: queue, Ahead: ahead}
 	})
 	return out

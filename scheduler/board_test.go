@@ -21,9 +21,9 @@ func TestViewsReleaseTheLock(t *testing.T) {
 	h := start(t, t.TempDir(), writeConfig(t, t.TempDir(), b.String()))
 	defer h.stop()
 	free, held := 0, 0
-	h.s.viewHook = func() {
-		if h.s.mu.TryLock() {
-			h.s.mu.Unlock()
+	h.s.deps.viewHook = func() {
+		if h.s.tab.mu.TryLock() {
+			h.s.tab.mu.Unlock()
 			free++
 		} else {
 			held++ // another goroutine took it meanwhile: not a failure

@@ -24,8 +24,8 @@ const abandonedError = "shutdown: the poll did not end after its cancellation"
 // its start), and marks it so that its finish, should it still come, does
 // nothing. It returns how many. Called by the shutdown once the polls'
 // grace is over. mu held.
-func (s *Scheduler) abandonPolls(now time.Time) int {
-	polls := s.q.Abandon()
+func (w *workers) abandonPolls(now time.Time) int {
+	polls := w.q.Abandon()
 	for _, a := range polls {
 		e := a.Source
 		o := policy.Outcome{Kind: domain.OutcomeInterrupted, Start: a.ClaimedAt.Truncate(time.Microsecond),
@@ -33,15 +33,15 @@ func (s *Scheduler) abandonPolls(now time.Time) int {
 		if e.brk != nil {
 			o.Brk = e.brk.Snapshot()
 		}
-		s.m.poll(o.Kind).Inc()
+		w.m.poll(o.Kind).Inc()
 		rec := &domain.PollRecord{Source: e.name, StartedAt: o.Start.UTC(), DurationMs: now.Sub(a.ClaimedAt).Milliseconds(),
 			Outcome: o.Kind, Error: o.Err}
-		s.q.Idle(&e.slot)
+		w.q.Idle(&e.slot)
 		var evs []domain.Event
 		if a.Gen == e.gen {
-			evs = s.applyPoll(e, e.brk, o)
+			evs = w.applyPoll(e, e.brk, o)
 		}
-		s.save(e, rec, evs...)
+		w.save(e, rec, evs...)
 	}
 	return len(polls)
 }

@@ -39,83 +39,51 @@ const ownershipEvery = 100 * time.Millisecond
 // source objects.
 const ownersEvery = time.Second
 
-// setupCluster makes the scheduler's cluster room, the member own's (nil:
-// a single daemon, which polls every shard), and returns the flusher's
+// membership is a member's side of the table: it follows the member's shards
+// (take-over, loss), and reaches the sources it does not own through the
+// store (cluster_remote.go). On a single daemon it does nothing.
+type membership struct {
+	*table
+	wk *workers
+}
+
+// setupCluster makes the cluster room, d.shards, the member own's (nil: a
+// single daemon, which polls every shard), and returns the flusher's
 // fenced committer: the room (nil on a single daemon).
-func (s *Scheduler) setupCluster(own Ownership) (flush.Committer, error) {
+func setupCluster(d *deps, own Ownership) (flush.Committer, error) {
 	opt := shards.Options{
-		Now:      s.clock.Now,
-		Sleep:    func(ctx context.Context, d time.Duration) bool { return sleep(ctx, s.clock, d) },
+		Now:      d.clock.Now,
+		Sleep:    func(ctx context.Context, dur time.Duration) bool { return sleep(ctx, d.clock, dur) },
 		Refusals: map[string]error{"not_found": ErrNotFound, "conflict": ErrConflict},
 		Settle:   resultWait,
 	}
 	if own != nil {
-		cst, ok := s.store.(ClusterStore)
+		cst, ok := d.store.(ClusterStore)
 		if !ok {
 			return nil, errors.New("scheduler: a cluster member needs a store with fenced commits (PostgreSQL)")
 		}
 		opt.Ownership, opt.Store = own, cst
 	}
-	s.shards = shards.New(opt)
+	d.shards = shards.New(opt)
 	if own == nil {
 		return nil, nil
 	}
-	s.shardDirty = true
-	return s.shards, nil
+	return d.shards, nil
 }
 
 // The room is the flusher's committer on a member of a cluster.
 var _ flush.Committer = (*shards.Room)(nil)
 
-// indexShards rebuilds the shard index when entries changed. mu held.
-func (s *Scheduler) indexShards() {
-	if !s.shardDirty {
-		return
-	}
-	s.shardDirty = false
-	clear(s.byShard[:])
-	names := make(map[string]int, len(s.entries))
-	for _, e := range s.entries {
-		s.byShard[e.shard] = append(s.byShard[e.shard], e)
-		names[e.name] = e.shard
-	}
-	s.shards.Index(names)
-}
-
-// dormant reports whether e's shard is not this member's to poll. mu held.
-func (s *Scheduler) dormant(e *entry) bool {
-	return !s.shards.Polls(e.shard)
-}
-
-// loseShard makes the entries of sh dormant; it reports whether sh was
-// polled. mu held.
-func (s *Scheduler) loseShard(sh int) bool {
-	if !s.shards.Lose(sh) {
-		return false
-	}
-	s.unheapShard(sh)
-	return true
-}
-
-// unheapShard takes the entries of sh, which the room no longer polls,
-// out of the heap. mu held.
-func (s *Scheduler) unheapShard(sh int) {
-	s.indexShards()
-	for _, e := range s.byShard[sh] {
-		s.q.Due.Remove(&e.slot)
-	}
-}
-
 // watchOwnership follows the member's shards until ctx is done.
-func (s *Scheduler) watchOwnership(ctx context.Context) {
+func (g *membership) watchOwnership(ctx context.Context) {
 	var ownersAt time.Time
 	for {
-		s.syncShards(ctx)
-		if now := s.clock.Now(); now.Sub(ownersAt) >= ownersEvery {
+		g.syncShards(ctx)
+		if now := g.clock.Now(); now.Sub(ownersAt) >= ownersEvery {
 			ownersAt = now
-			s.shards.ReadOwners(ctx)
+			g.shards.ReadOwners(ctx)
 		}
-		if !sleep(ctx, s.clock, ownershipEvery) {
+		if !sleep(ctx, g.clock, ownershipEvery) {
 			return
 		}
 	}
@@ -123,79 +91,79 @@ func (s *Scheduler) watchOwnership(ctx context.Context) {
 
 // syncShards makes dormant the shards the member may no longer start and
 // takes over those it gained, from their stored states.
-func (s *Scheduler) syncShards(ctx context.Context) {
-	may := s.shards.Claims()
-	s.mu.Lock()
-	if s.stopped {
-		s.unlock()
+func (g *membership) syncShards(ctx context.Context) {
+	may := g.shards.Claims()
+	g.mu.Lock()
+	if g.stopped {
+		g.unlock()
 		return
 	}
-	s.indexShards()
-	lost, gained := s.shards.Sync(may, s.drainedLocked)
+	g.indexShards()
+	lost, gained := g.shards.Sync(may, g.drainedLocked)
 	for _, sh := range lost {
-		s.unheapShard(sh)
+		g.unheapShard(sh)
 	}
 	var names []string
 	for _, sh := range gained {
-		for _, e := range s.byShard[sh] {
+		for _, e := range g.byShard[sh] {
 			names = append(names, e.name)
 		}
 	}
 	if len(lost) > 0 {
-		s.resizeWorkers(s.limitOf(s.cfg))
+		g.wk.resizeWorkers(g.limitOf(g.cfg))
 	}
-	s.unlock()
+	g.unlock()
 	if len(lost) > 0 {
-		s.log.Info("cluster: shards given up", "shards", len(lost), "polled_shards", s.shards.Count())
+		g.log.Info("cluster: shards given up", "shards", len(lost), "polled_shards", g.shards.Count())
 	}
 	if len(gained) == 0 {
 		return
 	}
-	lctx, cancel := s.shards.Bound(ctx)
-	stored, err := s.shards.ReadStates(lctx, names)
+	lctx, cancel := g.shards.Bound(ctx)
+	stored, err := g.shards.ReadStates(lctx, names)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			s.m.storeErrors.Inc()
-			s.log.Warn("cluster: cannot read the states of the shards gained; retrying", "shards", len(gained), "err", err)
+			g.m.storeErrors.Inc()
+			g.log.Warn("cluster: cannot read the states of the shards gained; retrying", "shards", len(gained), "err", err)
 		}
 		return
 	}
-	s.mu.Lock()
-	n := s.takeOver(gained, stored)
-	s.unlock()
+	g.mu.Lock()
+	n := g.takeOver(gained, stored)
+	g.unlock()
 	if n > 0 {
-		s.log.Info("cluster: shards taken over", "shards", n, "polled_shards", s.shards.Count())
+		g.log.Info("cluster: shards taken over", "shards", n, "polled_shards", g.shards.Count())
 	}
 }
 
 // takeOver activates the shards gained that the member may still start,
 // with their sources' stored states; it returns the number taken over.
 // mu held.
-func (s *Scheduler) takeOver(gained []int, stored map[string]domain.SourceState) int {
-	if s.stopped {
+func (g *membership) takeOver(gained []int, stored map[string]domain.SourceState) int {
+	if g.stopped {
 		return 0
 	}
-	now := s.clock.Now()
-	s.indexShards()
-	took := s.shards.TakeOver(gained, s.drainedLocked)
+	now := g.clock.Now()
+	g.indexShards()
+	took := g.shards.TakeOver(gained, g.drainedLocked)
 	for _, sh := range took {
-		for _, e := range s.byShard[sh] {
+		for _, e := range g.byShard[sh] {
 			if st, ok := stored[e.name]; ok && !e.slot.Busy() {
-				s.adopt(e, st, now)
+				g.adopt(e, st, now)
 				catchUp(e, now)
 			}
-			s.reschedule(e, now)
+			g.reschedule(e, now)
 		}
 	}
-	s.resizeWorkers(s.limitOf(s.cfg))
+	g.wk.resizeWorkers(g.limitOf(g.cfg))
 	return len(took)
 }
 
 // adopt gives e the state its previous owner committed: backoff, breaker,
 // error and pause (rule 8.4). A state written under another sources config
 // starts clean, as after a reload (rule 3.7). mu held.
-func (s *Scheduler) adopt(e *entry, st domain.SourceState, now time.Time) {
+func (g *membership) adopt(e *entry, st domain.SourceState, now time.Time) {
 	st.Name = e.name
 	e.st, e.brk, e.localErrs, e.resetPending = st, nil, 0, false
 	if b := policy.SnapshotOf(&st); st.ConsecutiveFailures > 0 || b.State != breaker.Closed {
@@ -203,7 +171,7 @@ func (s *Scheduler) adopt(e *entry, st domain.SourceState, now time.Time) {
 	}
 	switch {
 	case st.Fingerprint != "" && st.Fingerprint != e.src.Fingerprint:
-		s.configChanged(e, now)
+		g.configChanged(e, now)
 	case st.Fingerprint == "":
 		e.st.Fingerprint = e.src.Fingerprint
 	}
@@ -235,50 +203,47 @@ func catchUp(e *entry, now time.Time) {
 // rejected makes dormant the shards of the sources whose rows a fenced
 // commit left out: the member no longer holds them with that fence. The
 // shard is taken over again from the store if the member still may.
-func (s *Scheduler) rejected(names []string) {
-	s.mu.Lock()
+func (g *membership) rejected(names []string) {
+	g.mu.Lock()
 	n := 0
 	for _, name := range names {
-		if e := s.entries[name]; e != nil && s.loseShard(e.shard) {
+		if e := g.entries[name]; e != nil && g.loseShard(e.shard) {
 			n++
 		}
 	}
-	s.unlock()
+	g.unlock()
 	if n > 0 {
-		s.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
+		g.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
 	}
 }
 
-// Drained reports whether no poll of a source of shard is in flight or
-// queued and every state of its sources is committed: only then does the
-// member give the shard back (cluster.Options.Drained).
-func (s *Scheduler) Drained(shard int) bool {
-	s.mu.Lock()
-	defer s.unlock()
-	return s.drainedLocked(shard)
+// drained is Scheduler.Drained.
+func (g *membership) drained(shard int) bool {
+	g.mu.Lock()
+	defer g.unlock()
+	return g.drainedLocked(shard)
 }
 
 // drainedLocked is Drained with mu held.
-func (s *Scheduler) drainedLocked(shard int) bool {
-	s.indexShards()
-	for _, e := range s.byShard[shard] {
-		if e.slot.Busy() || !s.flush.Clean(e.sl) {
+func (g *membership) drainedLocked(shard int) bool {
+	g.indexShards()
+	for _, e := range g.byShard[shard] {
+		if e.slot.Busy() || !g.flush.Clean(e.sl) {
 			return false
 		}
 	}
 	return true
 }
 
-// ClusterStats are what the member shows the others: the sources it owns
-// now and its polls in flight (cluster.Options.Stats).
-func (s *Scheduler) ClusterStats() (owned, inflight int) {
-	s.mu.Lock()
-	s.indexShards()
-	for sh := range s.byShard {
-		if s.shards.Polls(sh) {
-			owned += len(s.byShard[sh])
+// stats is Scheduler.ClusterStats.
+func (g *membership) stats() (owned, inflight int) {
+	g.mu.Lock()
+	g.indexShards()
+	for sh := range g.byShard {
+		if g.shards.Polls(sh) {
+			owned += len(g.byShard[sh])
 		}
 	}
-	s.unlock()
-	return owned, int(s.inflightN.Load())
+	g.unlock()
+	return owned, int(g.wk.inflightN.Load())
 }

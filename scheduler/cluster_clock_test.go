@@ -244,7 +244,7 @@ func TestClusterCommitBounded(t *testing.T) {
 	var took time.Duration
 	waitfor.True(t, 10*time.Second, "the commit's error", func() bool {
 		took = time.Since(locked)
-		return m.s.flush.Err() != nil
+		return m.s.deps.flush.Err() != nil
 	})
 	// A poll ends within its 1 s tick, the commit waits 50 ms and then
 	// 1.5 s: the error shows within 2.6 s, not at the lock's end (6 s).

@@ -90,7 +90,7 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			held := heldCommit{started: make(chan struct{}), release: make(chan struct{})}
 			f := flush.New(flush.Options{Committer: held, Keep: func() int { return 0 }})
-			s := &Scheduler{shards: roomOf(t, tt.active, tt.owners), flush: f}
+			g := &membership{table: &table{deps: &deps{shards: roomOf(t, tt.active, tt.owners), flush: f}}}
 			e := &entry{name: "src", shard: 0, sl: f.Slot("src")}
 			e.slot.Init(e)
 			if tt.busy {
@@ -106,7 +106,7 @@ func TestOwnerWhileGivingUp(t *testing.T) {
 				defer func() { close(held.release); <-done }()
 			}
 			got := ""
-			if o := s.owner(e); o != nil {
+			if o := g.owner(e); o != nil {
 				got = *o
 			}
 			if got != tt.want {

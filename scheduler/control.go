@@ -13,89 +13,76 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/view"
 )
 
-// Sources returns every configured source, in configuration order.
-func (s *Scheduler) Sources() []view.SourceObject {
-	s.mu.Lock()
-	defer s.unlock()
-	now := s.now()
-	out := make([]view.SourceObject, 0, len(s.cfg.Sources))
-	for i := range s.cfg.Sources {
-		if e := s.entries[s.cfg.Sources[i].Name]; e != nil {
-			o := view.View(e.src, &e.st, now, s.redact.Redact)
-			o.Owner = s.owner(e)
+// control is the operator's side of the scheduler: the API's actions on a
+// source (reset, pause, resume, trigger), the CLI's commands read from the
+// store's queue (and those an earlier daemon left: orphans.go), each
+// applied to the table, or through its owner for another member's source.
+type control struct {
+	*table
+	wk *workers
+	cl *membership
+}
+
+// sources is Scheduler.Sources.
+func (op *control) sources() []view.SourceObject {
+	op.mu.Lock()
+	defer op.unlock()
+	now := op.now()
+	out := make([]view.SourceObject, 0, len(op.cfg.Sources))
+	for i := range op.cfg.Sources {
+		if e := op.entries[op.cfg.Sources[i].Name]; e != nil {
+			o := view.View(e.src, &e.st, now, op.redact.Redact)
+			o.Owner = op.cl.owner(e)
 			out = append(out, o)
 		}
 	}
 	return out
 }
 
-// Source returns one source, or ErrNotFound.
-func (s *Scheduler) Source(name string) (view.SourceObject, error) {
-	s.mu.Lock()
-	defer s.unlock()
-	e, err := s.entry(name)
+// source is Scheduler.Source.
+func (op *control) source(name string) (view.SourceObject, error) {
+	op.mu.Lock()
+	defer op.unlock()
+	e, err := op.entry(name)
 	if err != nil {
 		return view.SourceObject{}, err
 	}
-	o := view.View(e.src, &e.st, s.now(), s.redact.Redact)
-	o.Owner = s.owner(e)
+	o := view.View(e.src, &e.st, op.now(), op.redact.Redact)
+	o.Owner = op.cl.owner(e)
 	return o, nil
 }
 
 // entry returns the live entry of name. mu held.
-func (s *Scheduler) entry(name string) (*entry, error) {
-	e := s.entries[name]
+func (t *table) entry(name string) (*entry, error) {
+	e := t.entries[name]
 	if e == nil || e.removed {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	return e, nil
 }
 
-// Reset clears a source's failures, breaker and error state; it is next
-// polled at its next tick. A poll in flight finishes first and the reset
-// is applied over its outcome. Like Pause and Resume, it returns once the
-// change is committed (or the store is failing), so that status read from
-// the store right after shows it.
-func (s *Scheduler) Reset(name string) (view.SourceObject, error) {
-	return s.mutate(name, policy.ActionReset, "")
-}
-
-// Pause stops polling a source until Resume; it survives restarts.
-func (s *Scheduler) Pause(name, reason string) (view.SourceObject, error) {
-	return s.mutate(name, policy.ActionPause, reason)
-}
-
-// Resume undoes Pause. The source is next polled at its next tick (or when
-// its breaker lets a probe through, if later).
-func (s *Scheduler) Resume(name string) (view.SourceObject, error) {
-	return s.mutate(name, policy.ActionResume, "")
-}
-
 // commitWait bounds how long an operator's change waits for its commit.
 const commitWait = 2 * time.Second
 
-// Trigger polls a source now, past its backoff and an open breaker, under
-// the global and group limits (rule 3.9). It returns ErrConflict for a
-// paused source or one in error, and once shutdown has begun. A source
-// already polling is left alone.
-func (s *Scheduler) Trigger(name string) error {
-	if s.isRemote(name) {
-		_, err := s.remote(policy.ActionTrigger, name, "")
+// trigger is Scheduler.Trigger.
+func (op *control) trigger(name string) error {
+	if op.cl.isRemote(name) {
+		_, err := op.cl.remote(policy.ActionTrigger, name, "")
 		return err
 	}
-	return s.trigger(name)
+	return op.triggerHere(name)
 }
 
-// trigger is Trigger on this member.
-func (s *Scheduler) trigger(name string) error {
-	s.mu.Lock()
-	defer s.unlock()
-	e, err := s.entry(name)
+// triggerHere is Trigger on this member.
+func (op *control) triggerHere(name string) error {
+	op.mu.Lock()
+	defer op.unlock()
+	e, err := op.entry(name)
 	if err != nil {
 		return err
 	}
 	switch {
-	case s.stopped:
+	case op.stopped:
 		return fmt.Errorf("%w: the daemon is shutting down", ErrConflict)
 	case e.st.Paused:
 		return fmt.Errorf("%w: source %q is paused; resume it first", ErrConflict, name)
@@ -104,48 +91,48 @@ func (s *Scheduler) trigger(name string) error {
 	case e.slot.Busy():
 		return nil
 	}
-	s.dispatch(e, s.now(), time.Time{})
+	op.wk.dispatch(e, op.now(), time.Time{})
 	return nil
 }
 
 // mutate applies an operator's action to a source, logs the state change,
 // persists it and reschedules the source. It returns once the change is
 // committed (or after commitWait), so that the store shows it.
-func (s *Scheduler) mutate(name, action, reason string) (view.SourceObject, error) {
-	if s.isRemote(name) {
-		return s.remote(action, name, reason)
+func (op *control) mutate(name, action, reason string) (view.SourceObject, error) {
+	if op.cl.isRemote(name) {
+		return op.cl.remote(action, name, reason)
 	}
-	o, seq, err := s.mutateAsync(name, action, reason)
+	o, seq, err := op.mutateAsync(name, action, reason)
 	if err != nil {
 		return view.SourceObject{}, err
 	}
-	s.waitCommitted(name, seq)
+	op.waitCommitted(name, seq)
 	return o, nil
 }
 
 // waitCommitted waits, at most commitWait, for the state of name submitted
 // as seq to be committed: an operator's change is done when the store shows
 // it.
-func (s *Scheduler) waitCommitted(name string, seq uint64) {
+func (op *control) waitCommitted(name string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
 	defer cancel()
-	s.flush.WaitSaved(ctx, name, seq)
+	op.flush.WaitSaved(ctx, name, seq)
 }
 
 // mutateAsync is mutate without the wait: it returns the flusher's sequence
 // number of the change, for flush.Flusher.WaitSaved.
-func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject, uint64, error) {
-	s.mu.Lock()
-	e, err := s.entry(name)
+func (op *control) mutateAsync(name, action, reason string) (view.SourceObject, uint64, error) {
+	op.mu.Lock()
+	e, err := op.entry(name)
 	if err != nil {
-		s.unlock()
+		op.unlock()
 		return view.SourceObject{}, 0, err
 	}
-	now := s.now()
+	now := op.now()
 	prev := policy.StateOf(&e.st, now)
 	st, err := policy.Act(action, e.st, e.timing, reason, now)
 	if err != nil {
-		s.unlock()
+		op.unlock()
 		return view.SourceObject{}, 0, err
 	}
 	e.st = st
@@ -156,31 +143,30 @@ func (s *Scheduler) mutateAsync(name, action, reason string) (view.SourceObject,
 			e.brk = nil
 		}
 	}
-	s.flushFlap(e, now, prev)
-	s.logChange(e, prev, now, action)
-	s.save(e, nil)
-	s.reschedule(e, now)
-	o, seq := view.View(e.src, &e.st, now, s.redact.Redact), e.savedSeq
-	s.unlock()
+	op.flushFlap(e, now, prev)
+	op.logChange(e, prev, now, action)
+	op.save(e, nil)
+	op.reschedule(e, now)
+	o, seq := view.View(e.src, &e.st, now, op.redact.Redact), e.savedSeq
+	op.unlock()
 	return o, seq, nil
 }
 
-// History returns up to n poll records of a source, newest first,
-// including those not yet committed.
-func (s *Scheduler) History(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
-	s.mu.Lock()
-	_, err := s.entry(name)
-	s.unlock()
+// history is Scheduler.History.
+func (op *control) history(ctx context.Context, name string, n int) ([]domain.PollRecord, error) {
+	op.mu.Lock()
+	_, err := op.entry(name)
+	op.unlock()
 	if err != nil {
 		return nil, err
 	}
 	// A source never has more than history.keep records.
-	n = max(min(n, int(s.keep.Load())), 0)
-	out := s.flush.PendingRecords(name)
+	n = max(min(n, int(op.keep.Load())), 0)
+	out := op.flush.PendingRecords(name)
 	if len(out) >= n {
 		return out[:n], nil
 	}
-	stored, err := s.store.History(ctx, name, n)
+	stored, err := op.store.History(ctx, name, n)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", name, err)
 	}
@@ -206,26 +192,25 @@ func mergeHistory(pending, stored []domain.PollRecord, n int) []domain.PollRecor
 	return out[:min(n, len(out))]
 }
 
-// Ready returns nil when the configuration is loaded and the store accepts
-// writes, else the reason.
-func (s *Scheduler) Ready(ctx context.Context) error {
-	s.mu.Lock()
-	started, stopped := s.started, s.stopped
-	s.unlock()
+// ready is Scheduler.Ready.
+func (op *control) ready(ctx context.Context) error {
+	op.mu.Lock()
+	started, stopped := op.started, op.stopped
+	op.unlock()
 	switch {
 	case !started:
 		return fmt.Errorf("not started")
 	case stopped:
 		return fmt.Errorf("shutting down")
 	}
-	if err := s.shards.Ready(); err != nil {
+	if err := op.shards.Ready(); err != nil {
 		return err
 	}
 	// Store errors name the store already ("store: ...").
-	if err := s.flush.Err(); err != nil {
+	if err := op.flush.Err(); err != nil {
 		return err
 	}
-	if err := s.store.Writable(ctx); err != nil {
+	if err := op.store.Writable(ctx); err != nil {
 		return err
 	}
 	return nil
@@ -237,39 +222,39 @@ func (s *Scheduler) Ready(ctx context.Context) error {
 // CLI withdraws one it stopped waiting for with the converse conditional
 // update, so a command is either applied and reported so or withdrawn and
 // never applied, and a trigger runs at most once.
-func (s *Scheduler) commands(ctx context.Context) {
-	if !s.shards.Member() {
-		s.settleOrphans(ctx)
+func (op *control) commands(ctx context.Context) {
+	if !op.shards.Member() {
+		op.settleOrphans(ctx)
 	}
 	for {
-		if !sleep(ctx, s.clock, s.cmdEvery) {
+		if !sleep(ctx, op.clock, op.cmdEvery) {
 			return
 		}
-		cmds, err := s.store.PendingCommands(ctx)
+		cmds, err := op.store.PendingCommands(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.m.storeErrors.Inc()
+				op.m.storeErrors.Inc()
 			}
 			continue
 		}
-		if s.shards.Member() {
-			cmds = s.ownedCommands(cmds)
+		if op.shards.Member() {
+			cmds = op.cl.ownedCommands(cmds)
 		}
-		s.applyCommands(ctx, s.claimCommands(ctx, cmds))
+		op.applyCommands(ctx, op.claimCommands(ctx, cmds))
 	}
 }
 
 // claimCommands returns the commands of cmds this daemon claimed, in
 // order. It stops at the first store error (the rest stay pending for the
 // next pass).
-func (s *Scheduler) claimCommands(ctx context.Context, cmds []domain.Command) []domain.Command {
+func (op *control) claimCommands(ctx context.Context, cmds []domain.Command) []domain.Command {
 	out := cmds[:0]
 	for _, c := range cmds {
-		ok, err := s.store.ClaimCommand(ctx, c.ID)
+		ok, err := op.store.ClaimCommand(ctx, c.ID)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.m.storeErrors.Inc()
-				s.log.Error("claim command", "id", c.ID, "err", err)
+				op.m.storeErrors.Inc()
+				op.log.Error("claim command", "id", c.ID, "err", err)
 			}
 			break
 		}
@@ -283,16 +268,16 @@ func (s *Scheduler) claimCommands(ctx context.Context, cmds []domain.Command) []
 // applyCommands applies claimed commands, waits once for their commits (a
 // CLI command is done when the store shows its effect), then records their
 // results.
-func (s *Scheduler) applyCommands(ctx context.Context, cmds []domain.Command) {
+func (op *control) applyCommands(ctx context.Context, cmds []domain.Command) {
 	errs := make([]error, len(cmds))
 	seqs := make([]uint64, len(cmds))
 	for i, c := range cmds {
-		seqs[i], errs[i] = s.applyAsync(c.Action, c.Source, c.Reason)
+		seqs[i], errs[i] = op.applyAsync(c.Action, c.Source, c.Reason)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, commitWait)
 	for i, c := range cmds {
 		if errs[i] == nil && seqs[i] > 0 {
-			s.flush.WaitSaved(waitCtx, c.Source, seqs[i])
+			op.flush.WaitSaved(waitCtx, c.Source, seqs[i])
 		}
 	}
 	cancel()
@@ -305,13 +290,13 @@ func (s *Scheduler) applyCommands(ctx context.Context, cmds []domain.Command) {
 		// waits for it. A busy store is retried within the bound.
 		retryCtx, cancel := context.WithTimeout(ctx, resultWait)
 		for {
-			err := s.store.CompleteCommand(retryCtx, c.ID, result, code)
+			err := op.store.CompleteCommand(retryCtx, c.ID, result, code)
 			if err == nil {
 				break
 			}
-			s.m.storeErrors.Inc()
-			s.log.Error("complete command", "id", c.ID, "err", err)
-			if !sleep(retryCtx, s.clock, s.cmdEvery) {
+			op.m.storeErrors.Inc()
+			op.log.Error("complete command", "id", c.ID, "err", err)
+			if !sleep(retryCtx, op.clock, op.cmdEvery) {
 				break
 			}
 		}
@@ -327,16 +312,16 @@ const resultWait = 30 * time.Second
 // trigger, from the CLI's command queue) without waiting for its commit; it
 // returns the flusher's sequence number of the change (0 for a trigger,
 // which changes no stored state).
-func (s *Scheduler) applyAsync(action, name, reason string) (uint64, error) {
+func (op *control) applyAsync(action, name, reason string) (uint64, error) {
 	switch action {
 	case policy.ActionReset, policy.ActionPause, policy.ActionResume:
 		if action != policy.ActionPause {
 			reason = ""
 		}
-		_, seq, err := s.mutateAsync(name, action, reason)
+		_, seq, err := op.mutateAsync(name, action, reason)
 		return seq, err
 	case policy.ActionTrigger:
-		return 0, s.trigger(name)
+		return 0, op.triggerHere(name)
 	}
 	return 0, fmt.Errorf("unknown action %q", action)
 }

@@ -21,7 +21,7 @@ var _ resultDeliverer = (*deliver.Deliverer)(nil)
 // (contract 9.3, 9.4), run by call inside the breaker's call, under the
 // poll's context (its timeout) and permits.
 type delivery struct {
-	s      *Scheduler
+	d      *deps
 	ctx    context.Context
 	src    *config.Source
 	redact *config.Redactor
@@ -43,11 +43,11 @@ func (dl *delivery) deliver(res sources.Result) error {
 	if dl.src.Type == "exec" {
 		status = res.ExitCode
 	}
-	err := dl.s.deliverer.Deliver(dl.ctx, d, deliver.Result{
+	err := dl.d.deliverer.Deliver(dl.ctx, d, deliver.Result{
 		Source: dl.src.Name, Digest: res.Digest, Status: status, ContentType: res.ContentType,
 		StartedAt: dl.start, Body: res.Body,
 	}, dl.redact.Redact)
-	dl.s.m.delivery(err == nil).Inc()
+	dl.d.m.delivery(err == nil).Inc()
 	dl.failed = err != nil
 	return err
 }
@@ -55,6 +55,6 @@ func (dl *delivery) deliver(res sources.Result) error {
 // spoolFailed records a result that was fetched but could not be kept for
 // delivery (sources.ErrSpool): a failed delivery.
 func (dl *delivery) spoolFailed() {
-	dl.s.m.delivery(false).Inc()
+	dl.d.m.delivery(false).Inc()
 	dl.failed = true
 }

@@ -88,7 +88,7 @@ sources:
 			t.Fatal(err)
 		}
 		dl := &localDeliverer{n: nerr, calls: map[string]int{}}
-		h.s.deliverer = dl
+		h.s.deps.deliverer = dl
 		if err := h.s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

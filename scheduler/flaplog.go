@@ -15,12 +15,12 @@ import (
 const throttleLogEvery = time.Minute
 
 // flapWindow is a source's coalescing of throttle transitions. All fields
-// are guarded by Scheduler.mu.
+// are guarded by table.mu.
 type flapWindow struct {
 	until      time.Time // throttle transitions before it are coalesced
 	logged     string    // the state the source's last line reported
 	suppressed int       // throttle transitions not logged since that line
-	listed     bool      // in Scheduler.flapping
+	listed     bool      // in table.flapping
 }
 
 // throttleFlip reports whether a change from prev to cur is a throttle
@@ -48,39 +48,39 @@ func throttleFlip(prev, cur string) bool {
 // throttleLogEvery; those within the window are counted, and reported by
 // one line when it ends (sweepFlaps), or before the source's next other
 // change. mu held.
-func (s *Scheduler) logPollChange(e *entry, prev string, now time.Time, reason string) {
+func (t *table) logPollChange(e *entry, prev string, now time.Time, reason string) {
 	cur := policy.StateOf(&e.st, now)
 	if cur == prev {
 		return
 	}
 	if !throttleFlip(prev, cur) {
-		s.flushFlap(e, now, prev)
-		s.logChange(e, prev, now, reason)
+		t.flushFlap(e, now, prev)
+		t.logChange(e, prev, now, reason)
 		return
 	}
 	if e.flap != nil && now.Before(e.flap.until) {
 		e.flap.suppressed++
 		if !e.flap.listed {
 			e.flap.listed = true
-			s.flapping = append(s.flapping, e)
+			t.flapping = append(t.flapping, e)
 		}
 		return
 	}
 	if e.flap == nil {
 		e.flap = &flapWindow{} // its first throttle transition
 	}
-	s.logChange(e, prev, now, reason)
+	t.logChange(e, prev, now, reason)
 	e.flap.until = now.Add(throttleLogEvery)
 }
 
 // flushFlap writes the line that reports e's coalesced throttle
 // transitions, if any, with cur the state they left it in, and opens a new
 // window (the line counts as the window's one line). mu held.
-func (s *Scheduler) flushFlap(e *entry, now time.Time, cur string) {
+func (t *table) flushFlap(e *entry, now time.Time, cur string) {
 	if e.flap == nil || e.flap.suppressed == 0 {
 		return
 	}
-	s.logLocked(slog.LevelInfo, "source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,
+	t.logLocked(slog.LevelInfo, "source throttle transitions coalesced", "source", e.name, "from", e.flap.logged, "to", cur,
 		"transitions", e.flap.suppressed, "window", throttleLogEvery)
 	e.flap.until, e.flap.logged, e.flap.suppressed = now.Add(throttleLogEvery), cur, 0
 }
@@ -88,19 +88,19 @@ func (s *Scheduler) flushFlap(e *entry, now time.Time, cur string) {
 // sweepFlaps reports the coalesced transitions of the sources whose window
 // has ended, or all of them (at shutdown), and forgets the sources with
 // none left. The loop calls it once a second. mu held.
-func (s *Scheduler) sweepFlaps(now time.Time, all bool) {
-	keep := s.flapping[:0]
-	for _, e := range s.flapping {
+func (t *table) sweepFlaps(now time.Time, all bool) {
+	keep := t.flapping[:0]
+	for _, e := range t.flapping {
 		switch {
-		case e.flap.suppressed == 0 || e.removed || s.entries[e.name] != e:
+		case e.flap.suppressed == 0 || e.removed || t.entries[e.name] != e:
 			e.flap.listed = false
 		case !all && now.Before(e.flap.until):
 			keep = append(keep, e)
 		default:
-			s.flushFlap(e, now, policy.StateOf(&e.st, now))
+			t.flushFlap(e, now, policy.StateOf(&e.st, now))
 			e.flap.listed = false
 		}
 	}
-	clear(s.flapping[len(keep):])
-	s.flapping = keep
+	clear(t.flapping[len(keep):])
+	t.flapping = keep
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-dev/pacer/config"
@@ -23,7 +24,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if opts.Store == nil || opts.Registry == nil {
 		return nil, errors.New("scheduler: Store and Registry are required")
 	}
-	s := &Scheduler{
+	d := &deps{
 		store:     opts.Store,
 		log:       opts.Logger,
 		clock:     opts.Clock,
@@ -32,36 +33,40 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		cmdEvery:  opts.CommandInterval,
 		loopHook:  opts.LoopHook,
 		newPoller: opts.NewPoller,
-		cfg:       cfg,
-		redact:    cfg.Redactor(),
-		entries:   map[string]*entry{},
 	}
-	s.q = queue.New[*entry](admission{s})
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
 	}
-	if s.clock == nil {
-		s.clock = RealClock{}
+	if d.clock == nil {
+		d.clock = RealClock{}
 	}
-	s.origin = time.Now() // carries the system's monotonic clock
-	if s.cmdEvery <= 0 {
-		s.cmdEvery = 250 * time.Millisecond
+	if d.cmdEvery <= 0 {
+		d.cmdEvery = 250 * time.Millisecond
 	}
-	s.keep.Store(int64(cfg.History.Keep))
-	s.applyDescCap(cfg)
-	m, err := newMetrics(opts.Registry, s.stateCounts)
+	t := &table{deps: d, cfg: cfg, redact: cfg.Redactor(), entries: map[string]*entry{}}
+	t.clk = clocks{clock: d.clock, origin: time.Now()} // origin carries the system's monotonic clock
+	s := &Scheduler{deps: d, tab: t, life: &lifecycle{deps: d}}
+	s.wk = &workers{table: t, life: s.life}
+	s.cl = &membership{table: t, wk: s.wk}
+	s.ctl = &control{table: t, wk: s.wk, cl: s.cl}
+	s.brd = &board{table: t, cl: s.cl}
+	t.q = queue.New[*entry](admission{s.wk})
+	t.keep.Store(int64(cfg.History.Keep))
+	t.applyDescCap(cfg)
+	m, err := newMetrics(opts.Registry, s.brd.stateCounts)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
-	s.m = m
-	s.transport = newTransport(s.limitOf(cfg))
-	s.clients = sources.NewClients(sources.NewClient(s.transport, []string{cfg.Admin.Listen}))
-	s.deliverer = deliver.New(s.transport)
-	commit, err := s.setupCluster(opts.Ownership)
+	d.m = m
+	d.transport = newTransport(t.limitOf(cfg))
+	d.clients = sources.NewClients(sources.NewClient(d.transport, []string{cfg.Admin.Listen}))
+	d.deliverer = deliver.New(d.transport)
+	commit, err := setupCluster(d, opts.Ownership)
 	if err != nil {
 		return nil, err
 	}
-	s.flush = flush.New(flushOptions(commit, s.store, s.log, s.clock, m, opts, &s.keep, s.rejected))
+	t.shardDirty = opts.Ownership != nil
+	d.flush = flush.New(flushOptions(commit, d.store, d.log, d.clock, m, opts, &t.keep, s.cl.rejected))
 	return s, nil
 }
 
@@ -70,10 +75,10 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 // set, at most its share of that by the shards it polls (rounded down, so
 // that the members' caps add up to no more than cluster.concurrency; at
 // least 1). mu held once started.
-func (s *Scheduler) limitOf(cfg *config.Config) int {
-	n := s.descLimit(cfg)
-	if s.shards.Member() && cfg.Cluster.Concurrency > 0 {
-		n = min(n, clusterShare(cfg.Cluster.Concurrency, s.shards.Count()))
+func (t *table) limitOf(cfg *config.Config) int {
+	n := t.descLimit(cfg)
+	if t.shards.Member() && cfg.Cluster.Concurrency > 0 {
+		n = min(n, clusterShare(cfg.Cluster.Concurrency, t.shards.Count()))
 	}
 	return n
 }
@@ -89,29 +94,29 @@ func clusterShare(cc, shards int) int {
 
 // descLimit is concurrency within the descriptor limit (cfgCap is that of
 // cfg: see applyDescCap).
-func (s *Scheduler) descLimit(cfg *config.Config) int {
+func (t *table) descLimit(cfg *config.Config) int {
 	n := max(cfg.Concurrency, 1)
-	if s.maxConc > 0 && n > s.maxConc {
-		n = s.maxConc
+	if t.maxConc > 0 && n > t.maxConc {
+		n = t.maxConc
 	}
-	if s.cfgCap > 0 && n > s.cfgCap {
-		n = s.cfgCap
+	if t.cfgCap > 0 && n > t.cfgCap {
+		n = t.cfgCap
 	}
 	return n
 }
 
 // applyDescCap computes the descriptor cap of cfg, about to be s.cfg (once
 // per configuration: it looks at every source). mu held once started.
-func (s *Scheduler) applyDescCap(cfg *config.Config) {
-	if s.descCap != nil {
-		s.cfgCap = max(s.descCap(cfg), 1)
+func (t *table) applyDescCap(cfg *config.Config) {
+	if t.descCap != nil {
+		t.cfgCap = max(t.descCap(cfg), 1)
 	}
 }
 
 // Start loads every source's stored state and starts polling. It returns
 // once every source is loaded (the daemon is then ready).
 func (s *Scheduler) Start(ctx context.Context) error {
-	states, err := s.store.LoadStates(ctx)
+	states, err := s.deps.store.LoadStates(ctx)
 	if err != nil {
 		return fmt.Errorf("scheduler: load states: %w", err)
 	}
@@ -123,6 +128,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // them while its config is being loaded. A second call returns an error and
 // changes nothing.
 func (s *Scheduler) StartFrom(states []domain.SourceState) error {
+	t, life, d := s.tab, s.life, s.deps
 	// An index into states, not a copy of each (296 bytes): at 100,000
 	// sources this start-up map holds ~3 MB instead of ~35 MB, which
 	// counts in the start-up's peak. As before, the last state of a name
@@ -131,26 +137,26 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	for i := range states {
 		stored[states[i].Name] = i
 	}
-	// The pollers are built before mu is taken (newPollers); s.cfg changes
+	// The pollers are built before mu is taken (newPollers); t.cfg changes
 	// only under reloading too.
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
-	built, berr := s.newPollers(s.cfg.Sources, s.redact)
-	s.mu.Lock()
-	defer s.unlock()
+	built, berr := t.newPollers(t.cfg.Sources, t.redact)
+	t.mu.Lock()
+	defer t.unlock()
 	// Check and set started first: the stages below belong to this start.
-	if s.started {
+	if t.started {
 		return errors.New("scheduler: already started")
 	}
-	s.started = true
-	for _, g := range []*stage{&s.dispatching, &s.working, &s.polling, &s.flushing} {
+	t.started = true
+	for _, g := range []*stage{&life.dispatching, &life.working, &life.polling, &life.flushing} {
 		g.begin()
 	}
-	now, skew, _ := s.readClocks()
-	s.skew = skew
-	s.q.SetLimits(s.dispatching.ctx, s.cfg.Limits, s.dispatching.spawn)
-	for i := range s.cfg.Sources {
-		src := s.cfg.Sources[i]
+	now, skew, _ := t.clk.readClocks()
+	t.clk.skew = skew
+	t.q.SetLimits(life.dispatching.ctx, t.cfg.Limits, life.dispatching.spawn)
+	for i := range t.cfg.Sources {
+		src := t.cfg.Sources[i]
 		var st domain.SourceState
 		j, found := stored[src.Name]
 		if found {
@@ -158,24 +164,24 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 		}
 		err := berr
 		if err == nil {
-			err = s.addEntry(src, built[i], st, found, now)
+			err = t.addEntry(src, built[i], st, found, now)
 		}
 		if err != nil {
 			// Nothing runs but the group admitters: they end once mu is
 			// released, and Shutdown has nothing left to do.
-			s.stopped = true
-			s.dispatching.cancel()
+			t.stopped = true
+			life.dispatching.cancel()
 			return err
 		}
 	}
-	s.resizeWorkers(s.limitOf(s.cfg))
-	s.flushing.spawn(s.flushing.ctx, s.flush.Run)
-	s.dispatching.spawn(s.dispatching.ctx, s.loop)
-	s.dispatching.spawn(s.dispatching.ctx, s.commands)
-	if s.shards.Member() {
-		s.dispatching.spawn(s.dispatching.ctx, s.watchOwnership)
+	s.wk.resizeWorkers(t.limitOf(t.cfg))
+	life.flushing.spawn(life.flushing.ctx, d.flush.Run)
+	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
+	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
+	if d.shards.Member() {
+		life.dispatching.spawn(life.dispatching.ctx, s.cl.watchOwnership)
 	}
-	s.loopBeat.Store(int64(s.sinceOrigin()))
+	life.loopBeat.Store(int64(t.clk.sinceOrigin()))
 	return nil
 }
 
@@ -203,35 +209,36 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 // the store keeps the previous ones). It does nothing before Start or
 // after a first Shutdown.
 func (s *Scheduler) Shutdown(timeout time.Duration) error {
-	s.mu.Lock()
-	if !s.started || s.stopped {
-		s.unlock()
+	t, life, d := s.tab, s.life, s.deps
+	t.mu.Lock()
+	if !t.started || t.stopped {
+		t.unlock()
 		return nil
 	}
-	s.stopped = true
-	s.unlock()
+	t.stopped = true
+	t.unlock()
 
 	timeout = max(timeout, 0)
 	grace := shutdownGrace(timeout)
-	now := s.clock.Now()
+	now := d.clock.Now()
 	deadline := now.Add(max(timeout, grace))
 	cut, polled := deadline.Add(-grace), deadline.Add(-grace/2)
-	if !s.dispatching.stopBy(s.clock, policy.MaxOf(cut, now.Add(grace/4))) {
-		s.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
+	if !life.dispatching.stopBy(d.clock, policy.MaxOf(cut, now.Add(grace/4))) {
+		d.log.Warn("shutdown: the scheduling loop or the command reader did not stop in time; leaving them")
 	}
-	s.drainPolls(timeout, cut, polled)
-	s.mu.Lock()
-	s.sweepFlaps(s.clock.Now(), true) // report what is coalesced
-	s.unlock()
+	s.wk.drainPolls(timeout, cut, polled)
+	t.mu.Lock()
+	t.sweepFlaps(d.clock.Now(), true) // report what is coalesced
+	t.unlock()
 	var err error
-	if !s.flushing.stopBy(s.clock, deadline.Add(-grace/4)) {
+	if !life.flushing.stopBy(d.clock, deadline.Add(-grace/4)) {
 		// The flusher is stuck in a commit: a final flush would run
 		// beside it (flush is not reentrant).
 		err = errors.New("the store did not answer in time")
 	} else {
-		err = s.finalFlush(policy.MaxOf(deadline, s.clock.Now().Add(grace/4)))
+		err = life.finalFlush(policy.MaxOf(deadline, d.clock.Now().Add(grace/4)))
 	}
-	s.transport.close()
+	d.transport.close()
 	if err != nil {
 		return fmt.Errorf("scheduler: final flush: %w", err)
 	}
@@ -242,14 +249,14 @@ func (s *Scheduler) Shutdown(timeout time.Duration) error {
 // until. The commit runs in a goroutine of the flushing stage, and
 // finalFlush returns at until even if it has not returned: a SQLite call
 // waits out its busy timeout (5 s by default) whatever its context says.
-func (s *Scheduler) finalFlush(until time.Time) error {
+func (l *lifecycle) finalFlush(until time.Time) error {
 	done := make(chan struct{})
 	var err error
-	s.flushing.spawn(s.flushing.ctx, func(context.Context) {
+	l.flushing.spawn(l.flushing.ctx, func(context.Context) {
 		defer close(done)
-		err = s.flush.FlushFinal(max(until.Sub(s.clock.Now()), 0))
+		err = l.flush.FlushFinal(max(until.Sub(l.clock.Now()), 0))
 	})
-	if !awaitBy(s.clock, done, until) {
+	if !awaitBy(l.clock, done, until) {
 		return errors.New("the store did not answer in time")
 	}
 	return err
@@ -266,31 +273,43 @@ func shutdownGrace(timeout time.Duration) time.Duration {
 // then cancels those left and waits for them until polled; those still
 // running then are recorded as interrupted without them (abandonPolls),
 // and logged.
-func (s *Scheduler) drainPolls(timeout time.Duration, cut, polled time.Time) {
-	s.working.cancel()
+func (w *workers) drainPolls(timeout time.Duration, cut, polled time.Time) {
+	w.life.working.cancel()
 	done := make(chan struct{})
 	go func() {
-		s.working.wg.Wait()
+		w.life.working.wg.Wait()
 		close(done)
 	}()
-	if !awaitBy(s.clock, done, cut) {
-		s.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
-		s.polling.cancel()
-		if !awaitBy(s.clock, done, polled) {
-			s.mu.Lock()
-			n := s.abandonPolls(s.clock.Now())
-			s.unlock()
-			s.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them", "polls", n)
+	if !awaitBy(w.clock, done, cut) {
+		w.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
+		w.life.polling.cancel()
+		if !awaitBy(w.clock, done, polled) {
+			w.mu.Lock()
+			n := w.abandonPolls(w.clock.Now())
+			w.unlock()
+			w.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them", "polls", n)
 			return
 		}
 	}
-	s.polling.cancel()
+	w.life.polling.cancel()
 }
 
 // awaitBy waits for done until the clock reaches t; it reports whether
 // done was closed.
 func awaitBy(c Clock, done <-chan struct{}, t time.Time) bool {
 	return lifecycle.AwaitBy(c, done, t)
+}
+
+// lifecycle is the scheduler's goroutines, by stage (Start begins them,
+// Shutdown stops them in this order, each by cancelling its context and
+// then waiting for its goroutines), and the loop's heartbeat.
+type lifecycle struct {
+	*deps
+	dispatching stage        // the loop, the group admitters, the command reader
+	working     stage        // the workers, which take jobs from the ready queue
+	polling     stage        // no goroutines: its context cuts off the polls in flight
+	flushing    stage        // the flusher
+	loopBeat    atomic.Int64 // Monotonic reading of the loop's last pass (watchdog)
 }
 
 // stage is a set of goroutines that stop together: stopBy cancels their
@@ -327,10 +346,10 @@ func (g *stage) stopBy(c Clock, t time.Time) bool {
 // (it makes one at least every second) and the store accepts a write; it
 // is what a service watchdog should check.
 func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
-	if age := s.sinceOrigin() - time.Duration(s.loopBeat.Load()); age > maxAge {
+	if age := s.tab.clk.sinceOrigin() - time.Duration(s.life.loopBeat.Load()); age > maxAge {
 		return fmt.Errorf("scheduler loop stalled for %v", age.Round(time.Millisecond))
 	}
-	if err := s.store.Writable(ctx); err != nil {
+	if err := s.deps.store.Writable(ctx); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
@@ -339,9 +358,9 @@ func (s *Scheduler) Healthy(ctx context.Context, maxAge time.Duration) error {
 // Summary counts the sources, the polls in flight and the sources in error,
 // for a one-line service status.
 func (s *Scheduler) Summary() (sources, inflight, errored int) {
-	counts, _ := s.stateCounts(false)
+	counts, _ := s.brd.stateCounts(false)
 	for _, n := range counts {
 		sources += n
 	}
-	return sources, int(s.inflightN.Load()), counts[policy.StateError]
+	return sources, int(s.wk.inflightN.Load()), counts[policy.StateError]
 }

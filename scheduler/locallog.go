@@ -23,7 +23,7 @@ type localLog struct {
 }
 
 // note records a local error of source at now and logs it unless a line was
-// written within localLogEvery, through logf (Scheduler.logLocked).
+// written within localLogEvery, through logf (table.logLocked).
 func (l *localLog) note(logf func(lvl slog.Level, msg string, args ...any), now time.Time, source, err string) {
 	logNow, suppressed := l.lim.Allow(now, localLogEvery, 1)
 	if !logNow {

@@ -22,7 +22,7 @@ type lockedLog struct {
 	// mu held.
 	local localLog
 
-	mu      sync.Mutex // guards written; taken without Scheduler.mu
+	mu      sync.Mutex // guards written; taken without table.mu
 	cond    sync.Cond  // signalled when written moves
 	written uint64     // the tickets whose lines are written
 }
@@ -35,23 +35,23 @@ type logLine struct {
 }
 
 // logLocked notes a line, written once mu is released (unlock). mu held.
-func (s *Scheduler) logLocked(lvl slog.Level, msg string, args ...any) {
-	s.logs.lines = append(s.logs.lines, logLine{lvl: lvl, msg: msg, args: args})
+func (t *table) logLocked(lvl slog.Level, msg string, args ...any) {
+	t.logs.lines = append(t.logs.lines, logLine{lvl: lvl, msg: msg, args: args})
 }
 
 // unlock releases mu, then writes the lines noted under it.
-func (s *Scheduler) unlock() {
-	l := &s.logs
+func (t *table) unlock() {
+	l := &t.logs
 	if len(l.lines) == 0 {
-		s.mu.Unlock()
+		t.mu.Unlock()
 		return
 	}
 	lines := l.lines
 	l.lines = nil
 	l.ticket++
-	t := l.ticket
-	s.mu.Unlock()
-	l.write(s.log, t, lines)
+	n := l.ticket
+	t.mu.Unlock()
+	l.write(t.log, n, lines)
 }
 
 // write writes lines, those of ticket t, after those of the tickets before.

@@ -27,8 +27,8 @@ func (p lockProbe) Handle(context.Context, slog.Record) error {
 	p.lines.Add(1)
 	got := make(chan struct{})
 	go func() {
-		s.mu.Lock()
-		s.mu.Unlock()
+		s.tab.mu.Lock()
+		s.tab.mu.Unlock()
 		close(got)
 	}()
 	select {

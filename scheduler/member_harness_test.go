@@ -113,16 +113,16 @@ func startMemberScheduler(t *testing.T, cfg *config.Config, st Store, own Owners
 
 // polls reports whether this member polls the shard sh now.
 func (s *Scheduler) polls(sh int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shards.Polls(sh)
+	s.tab.mu.Lock()
+	defer s.tab.mu.Unlock()
+	return s.deps.shards.Polls(sh)
 }
 
 // busyNow reports whether name is queued, waiting for permits or polling.
 func (s *Scheduler) busyNow(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.entries[name].slot.Busy()
+	s.tab.mu.Lock()
+	defer s.tab.mu.Unlock()
+	return s.tab.entries[name].slot.Busy()
 }
 
 // testPoller counts its polls; with hold set, each poll signals started

@@ -42,7 +42,7 @@ type metrics struct {
 }
 
 // sourceCounts returns the number of sources per state and, with perSource,
-// the consecutive failures of each source that has any (Scheduler.stateCounts).
+// the consecutive failures of each source that has any (board.stateCounts).
 type sourceCounts func(perSource bool) (map[string]int, []sourceFailures)
 
 // newMetrics registers the scheduler's collectors on reg. counts feeds the
@@ -166,12 +166,12 @@ type sourceFailures struct {
 // others export no series). It holds mu for one pass over the entries that
 // only reads and appends: with 100,000 sources a scrape must not stall the
 // loop for long.
-func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
+func (b *board) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
 	var byState [policy.NumStates]int
 	var failures []sourceFailures
-	s.mu.Lock()
-	now := s.clock.Now()
-	for name, e := range s.entries {
+	b.mu.Lock()
+	now := b.clock.Now()
+	for name, e := range b.entries {
 		if e.removed {
 			continue
 		}
@@ -180,7 +180,7 @@ func (s *Scheduler) stateCounts(perSource bool) (map[string]int, []sourceFailure
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}
 	}
-	s.unlock()
+	b.unlock()
 	counts := make(map[string]int, len(policy.States()))
 	for i, st := range policy.States() {
 		counts[st] = byState[i]

@@ -20,30 +20,30 @@ const (
 // for its result. The state this daemon loaded, the last committed one,
 // tells whether each took effect (orphanResult). A member of a cluster
 // does not: the queue is shared with members that are alive.
-func (s *Scheduler) settleOrphans(ctx context.Context) {
-	cmds, err := s.store.OrphanedCommands(ctx)
+func (op *control) settleOrphans(ctx context.Context) {
+	cmds, err := op.store.OrphanedCommands(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.m.storeErrors.Inc()
-			s.log.Warn("cannot read the commands an earlier daemon left unfinished", "err", err)
+			op.m.storeErrors.Inc()
+			op.log.Warn("cannot read the commands an earlier daemon left unfinished", "err", err)
 		}
 		return
 	}
 	for _, c := range cmds {
-		s.mu.Lock()
+		op.mu.Lock()
 		var st domain.SourceState
-		e := s.entries[c.Source]
+		e := op.entries[c.Source]
 		if e != nil {
 			st = e.st
 		}
-		s.unlock()
+		op.unlock()
 		result := orphanResult(c, st, e != nil)
-		if err := s.store.CompleteCommand(ctx, c.ID, result, ""); err != nil {
-			s.m.storeErrors.Inc()
-			s.log.Warn("cannot complete a command an earlier daemon left unfinished", "id", c.ID, "err", err)
+		if err := op.store.CompleteCommand(ctx, c.ID, result, ""); err != nil {
+			op.m.storeErrors.Inc()
+			op.log.Warn("cannot complete a command an earlier daemon left unfinished", "id", c.ID, "err", err)
 			continue
 		}
-		s.log.Info("completed a command an earlier daemon took and did not finish", "id", c.ID, "action", c.Action,
+		op.log.Info("completed a command an earlier daemon took and did not finish", "id", c.ID, "action", c.Action,
 			"source", c.Source, "applied", result == "")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -14,35 +15,44 @@ import (
 	"github.com/pacer-dev/pacer/sources"
 )
 
+// workers are the polls: the dispatch loop that hands due sources to the
+// queue (dispatch.go), the workers that take them from it and poll, and
+// the application of each poll's outcome to the table (poll.go).
+type workers struct {
+	*table
+	life      *lifecycle
+	inflightN atomic.Int64 // polls in flight
+}
+
 // resizeWorkers runs exactly n workers. mu held.
-func (s *Scheduler) resizeWorkers(n int) {
-	s.q.Resize(n, func() context.CancelFunc {
-		ctx, cancel := context.WithCancel(s.working.ctx)
-		s.working.spawn(ctx, s.work)
+func (w *workers) resizeWorkers(n int) {
+	w.q.Resize(n, func() context.CancelFunc {
+		ctx, cancel := context.WithCancel(w.life.working.ctx)
+		w.life.working.spawn(ctx, w.work)
 		return cancel
 	})
-	s.m.limit.Set(float64(n))
-	s.transport.resize(n)
+	w.m.limit.Set(float64(n))
+	w.transport.resize(n)
 }
 
 // work is one worker: a global permit. It takes jobs until ctx is done.
-func (s *Scheduler) work(ctx context.Context) {
+func (w *workers) work(ctx context.Context) {
 	// The worker's polls derive from its own child of the polling
 	// context, so that a poll's timeout context registers with this
 	// worker's context instead of with the polling stage's, which every
 	// worker shares (a contended lock and map insertion per poll);
 	// cancelling the polling stage still reaches every poll.
-	pollCtx, cancel := context.WithCancel(s.polling.ctx)
+	pollCtx, cancel := context.WithCancel(w.life.polling.ctx)
 	defer cancel()
-	timeouts := newPollTimeouts(pollCtx, s.clock)
+	timeouts := newPollTimeouts(pollCtx, w.clock)
 	defer timeouts.close()
 	for ctx.Err() == nil {
-		j, ok := s.q.Get(ctx)
+		j, ok := w.q.Get(ctx)
 		if !ok {
 			return
 		}
-		if p, ok := s.start(ctx, pollCtx, timeouts, &j); ok {
-			s.finish(j, p)
+		if p, ok := w.start(ctx, pollCtx, timeouts, &j); ok {
+			w.finish(j, p)
 		}
 	}
 }
@@ -52,26 +62,26 @@ func (s *Scheduler) work(ctx context.Context) {
 // changed while it waited: it went back to its schedule). Either way j's
 // permits are given back as start returns, before its outcome is applied:
 // the deferred queue.Done is the one place they are released.
-func (s *Scheduler) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, j *queue.Job[*entry]) (pollResult, bool) {
-	defer s.q.Done(*j)
+func (w *workers) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, j *queue.Job[*entry]) (pollResult, bool) {
+	defer w.q.Done(*j)
 	if ctx.Err() != nil {
-		s.requeue(*j)
+		w.requeue(*j)
 		return pollResult{}, false
 	}
-	s.m.semaphoreWait.Observe(s.clock.Now().Sub(j.ReadyAt).Seconds())
-	p, poller, seq, ok := s.claim(j)
+	w.m.semaphoreWait.Observe(w.clock.Now().Sub(j.ReadyAt).Seconds())
+	p, poller, seq, ok := w.claim(j)
 	if !ok {
 		// It changed while it waited for permits: it goes back to its
 		// schedule (through its new group, if that changed).
-		s.requeue(*j)
+		w.requeue(*j)
 		return pollResult{}, false
 	}
 	// Rule 3.8: the previous poll's state is committed before this one.
-	s.flush.WaitAt(pollCtx, j.Source.sl, seq)
+	w.flush.WaitAt(pollCtx, j.Source.sl, seq)
 	if j.Trigger && p.brk != nil {
 		p.brk.ForceProbe()
 	}
-	return s.poll(timeouts, *j, poller, p), true
+	return w.poll(timeouts, *j, poller, p), true
 }
 
 // claim returns what a worker needs of j's source (its settings, breaker
@@ -79,21 +89,21 @@ func (s *Scheduler) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, 
 // and records j's claim in it, or ok false if the source changed
 // (generation, group), went away, or was paused or put in error while j
 // waited.
-func (s *Scheduler) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
-	s.mu.Lock()
-	defer s.unlock()
+func (w *workers) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poller, seq uint64, ok bool) {
+	w.mu.Lock()
+	defer w.unlock()
 	e := j.Source
 	if e.gen != j.Gen || e.removed || e.st.Paused || policy.Silent(&e.st, e.src) || e.group != j.Route[queue.KindLimit] {
 		return pollResult{}, nil, 0, false
 	}
-	if !s.shards.MayStart(e.shard) {
+	if !w.shards.MayStart(e.shard) {
 		// The last check before a poll starts (rule 8.3): its shard is
 		// being given back, or its claim cannot be proven.
-		s.loseShard(e.shard)
+		w.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
-	j.Claim = s.q.Claim(&e.slot, j.Gen, s.clock.Now())
-	return pollResult{src: e.src, brk: e.brk, redact: s.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
+	j.Claim = w.q.Claim(&e.slot, j.Gen, w.clock.Now())
+	return pollResult{src: e.src, brk: e.brk, redact: w.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 
 // pollResult is what one poll produced, before it is applied.
@@ -116,31 +126,31 @@ type pollResult struct {
 // poll calls the source p.src through its breaker p.brk under the source's
 // timeout, with the in-flight, lag and duration metrics around it, and
 // returns p with what the poll produced.
-func (s *Scheduler) poll(timeouts *pollTimeouts, j queue.Job[*entry], poller sources.Poller, p pollResult) pollResult {
-	start := s.clock.Now()
+func (w *workers) poll(timeouts *pollTimeouts, j queue.Job[*entry], poller sources.Poller, p pollResult) pollResult {
+	start := w.clock.Now()
 	if !j.Trigger {
-		s.m.lag.Observe(max(start.Sub(j.Due), 0).Seconds())
+		w.m.lag.Observe(max(start.Sub(j.Due), 0).Seconds())
 	}
-	s.m.inflight.Inc()
-	s.inflightN.Add(1)
+	w.m.inflight.Inc()
+	w.inflightN.Add(1)
 	ctx := timeouts.start(p.src.Timeout)
 	var dl *delivery
 	if p.src.Deliver != nil {
-		dl = &delivery{s: s, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
+		dl = &delivery{d: w.deps, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
 	}
-	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, s.clock.Now)
+	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, w.clock.Now)
 	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
-	end, skew, ok := s.readClocks()
+	end, skew, ok := w.clk.readClocks()
 	p.skew = skew
 	if !ok {
 		p.skew = noSkew
 	}
-	s.m.inflight.Dec()
-	s.inflightN.Add(-1)
+	w.m.inflight.Dec()
+	w.inflightN.Add(-1)
 	p.brk, p.res, p.rejected, p.start, p.end = brk, res, errors.Is(err, breaker.ErrOpen), start, end
 	if !p.rejected {
-		s.m.duration.Observe(end.Sub(start).Seconds())
+		w.m.duration.Observe(end.Sub(start).Seconds())
 	}
 	return p
 }
@@ -202,29 +212,29 @@ func call(ctx context.Context, src *config.Source, poller sources.Poller, prior 
 // times rounded as the store keeps them), count it, build its record, then
 // under mu the generation check, the state (outcome, breaker, a reset made
 // meanwhile), the commit and the next poll.
-func (s *Scheduler) finish(j queue.Job[*entry], p pollResult) {
-	o := outcomeOf(p, s.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
+func (w *workers) finish(j queue.Job[*entry], p pollResult) {
+	o := outcomeOf(p, w.life.polling.ctx.Err() != nil, p.redact.Redact, rand.Float64())
 	rec := recordOf(j.Name, &p, &o)
 
-	s.mu.Lock()
-	defer s.unlock()
+	w.mu.Lock()
+	defer w.unlock()
 	e := j.Source
-	if !s.q.Unclaim(&e.slot, j.Claim) {
+	if !w.q.Unclaim(&e.slot, j.Claim) {
 		return // a shutdown recorded it as interrupted (abandonPolls)
 	}
-	stepped := s.stepPoll(&o, p.skew)
-	s.m.poll(o.Kind).Inc()
-	s.q.Idle(&e.slot)
-	s.countSkipped(j, o.End)
+	stepped := w.clk.stepPoll(&o, p.skew)
+	w.m.poll(o.Kind).Inc()
+	w.q.Idle(&e.slot)
+	w.countSkipped(j, o.End)
 	if o.Kind == domain.OutcomeSuccess {
 		// Compared with the state before this poll, as policy.Apply does.
 		changed := policy.Changed(&e.st, o.Result)
-		s.m.result(changed).Inc()
+		w.m.result(changed).Inc()
 		rec.Changed = changed // a success always has a record
 	}
 	var evs []domain.Event
 	if j.Gen == e.gen {
-		evs = s.applyPoll(e, p.brk, o)
+		evs = w.applyPoll(e, p.brk, o)
 		if stepped && e.brk != nil {
 			e.brk = newBreaker(e.src, e.st) // its cooldown read before the step
 		}
@@ -234,12 +244,12 @@ func (s *Scheduler) finish(j queue.Job[*entry], p pollResult) {
 	}
 	// On a generation change (the configuration changed during the poll)
 	// the new settings start from a clean state: only the record is kept.
-	s.save(e, rec, evs...)
+	w.save(e, rec, evs...)
 	if e.removed {
-		s.dropEntry(e)
+		w.dropEntry(e)
 		return
 	}
-	s.reschedule(e, o.End)
+	w.reschedule(e, o.End)
 }
 
 // outcomeOf classifies a poll's result. cut reports that shutdown is
@@ -319,9 +329,9 @@ func recordOf(name string, p *pollResult, o *policy.Outcome) *domain.PollRecord 
 // an operator's reset made during the poll, and logs a change of state. It
 // returns the notification events of the change, to be saved with the
 // state. mu held.
-func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (evs []domain.Event) {
+func (w *workers) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (evs []domain.Event) {
 	prev := policy.StateOf(&e.st, o.Start)
-	if n := s.cfg.Notify; n != nil {
+	if n := w.cfg.Notify; n != nil {
 		// Only with notify set: no copy and no event on the poll path else.
 		before := e.st
 		defer func() { evs = policy.PollEvents(n, e.name, &before, &e.st, o.Kind, o.Err, o.Start, o.End) }()
@@ -329,7 +339,7 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) 
 	if o.Kind == policy.KindLocal {
 		e.localErrs++
 		o.Local = e.localErrs
-		s.logs.local.note(s.logLocked, o.End, e.name, o.Err)
+		w.logs.local.note(w.logLocked, o.End, e.name, o.Err)
 	} else {
 		e.localErrs = 0
 	}
@@ -349,18 +359,18 @@ func (s *Scheduler) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) 
 		// having cleared it first.
 		e.st.IncidentOpen = incident && o.Kind != domain.OutcomeSuccess
 		e.brk = nil
-		s.flushFlap(e, o.End, prev)
-		s.logChange(e, prev, o.End, "reset")
+		w.flushFlap(e, o.End, prev)
+		w.logChange(e, prev, o.End, "reset")
 		return nil // the deferred policy.PollEvents sets evs
 	}
-	s.logPollChange(e, prev, o.End, o.Err)
+	w.logPollChange(e, prev, o.End, o.Err)
 	return nil
 }
 
 // countSkipped counts the ticks of j's source that passed between its
 // dispatch and end, while it was busy. mu held.
-func (s *Scheduler) countSkipped(j queue.Job[*entry], end time.Time) {
+func (w *workers) countSkipped(j queue.Job[*entry], end time.Time) {
 	if skipped := j.Source.timing.TicksBetween(j.QueuedAt, end, 1000); skipped > 0 {
-		s.m.poll(countSkipped).Add(float64(skipped))
+		w.m.poll(countSkipped).Add(float64(skipped))
 	}
 }

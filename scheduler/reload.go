@@ -15,36 +15,37 @@ import (
 // being polled (their stored state is kept), changed ones take their new
 // settings and leave any error state. Unchanged sources keep running.
 func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
+	t, life := s.tab, s.life
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
-	stored, err := s.storedOfAdded(ctx, cfg)
+	stored, err := t.storedOfAdded(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	redact := cfg.Redactor()
-	built, err := s.newPollers(cfg.Sources, redact)
+	built, err := t.newPollers(cfg.Sources, redact)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	s.mu.Lock()
-	defer s.unlock()
-	if s.stopped {
+	t.mu.Lock()
+	defer t.unlock()
+	if t.stopped {
 		return fmt.Errorf("reload: shutting down")
 	}
-	now := s.now()
-	s.applyDescCap(cfg)
-	s.cfg = cfg
-	s.redact = redact
-	s.keep.Store(int64(cfg.History.Keep))
-	s.q.SetLimits(s.dispatching.ctx, cfg.Limits, s.dispatching.spawn)
-	if err := s.reloadSources(cfg.Sources, built, stored, now); err != nil {
+	now := t.now()
+	t.applyDescCap(cfg)
+	t.cfg = cfg
+	t.redact = redact
+	t.keep.Store(int64(cfg.History.Keep))
+	t.q.SetLimits(life.dispatching.ctx, cfg.Limits, life.dispatching.spawn)
+	if err := t.reloadSources(cfg.Sources, built, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if s.descLimit(cfg) < cfg.Concurrency {
-		s.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", s.descLimit(cfg))
+	if t.descLimit(cfg) < cfg.Concurrency {
+		t.logLocked(slog.LevelWarn, "concurrency lowered to fit the descriptor limit", "configured", cfg.Concurrency, "effective", t.descLimit(cfg))
 	}
-	s.resizeWorkers(s.limitOf(cfg))
-	s.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", s.limitOf(cfg))
+	s.wk.resizeWorkers(t.limitOf(cfg))
+	t.logLocked(slog.LevelInfo, "configuration reloaded", "sources", len(cfg.Sources), "concurrency", t.limitOf(cfg))
 	return nil
 }
 
@@ -56,22 +57,22 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 // unchanged, it keeps its due time, as rule 3.11 says. The flusher is
 // asked first: once it has dropped the source's slot, the store holds its
 // final state.
-func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]domain.SourceState, error) {
-	s.mu.Lock()
+func (t *table) storedOfAdded(ctx context.Context, cfg *config.Config) (map[string]domain.SourceState, error) {
+	t.mu.Lock()
 	var added []string
 	for i := range cfg.Sources {
-		if e := s.entries[cfg.Sources[i].Name]; e == nil {
+		if e := t.entries[cfg.Sources[i].Name]; e == nil {
 			added = append(added, cfg.Sources[i].Name)
 		}
 	}
-	s.unlock()
+	t.unlock()
 	stored := make(map[string]domain.SourceState, len(added))
 	for _, name := range added {
-		if st, ok := s.flush.Released(name); ok {
+		if st, ok := t.flush.Released(name); ok {
 			stored[name] = st
 			continue
 		}
-		st, ok, err := s.store.GetState(ctx, name)
+		st, ok, err := t.store.GetState(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -92,26 +93,26 @@ func (s *Scheduler) storedOfAdded(ctx context.Context, cfg *config.Config) (map[
 // names (and without a pass over the entries when none is removed), and
 // its shard is computed again only when its limits group changed (the
 // shard is a function of the name and the group).
-func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]domain.SourceState, now time.Time) error {
-	s.reloadMark = !s.reloadMark
-	mark := s.reloadMark
+func (t *table) reloadSources(srcs []*config.Source, built []sources.Poller, stored map[string]domain.SourceState, now time.Time) error {
+	t.reloadMark = !t.reloadMark
+	mark := t.reloadMark
 	kept := 0 // entries of the sources present, old and new
 	for i := range srcs {
 		src := srcs[i]
-		e := s.entries[src.Name]
+		e := t.entries[src.Name]
 		if e == nil {
 			st, found := stored[src.Name]
-			if err := s.addEntry(src, built[i], st, found, now); err != nil {
+			if err := t.addEntry(src, built[i], st, found, now); err != nil {
 				return err
 			}
-			s.entries[src.Name].mark = mark
+			t.entries[src.Name].mark = mark
 			kept++
 			continue
 		}
 		e.mark, e.removed = mark, false
 		kept++
 		if e.src.Fingerprint == src.Fingerprint {
-			if err := s.keepSource(e, src, built[i], now); err != nil {
+			if err := t.keepSource(e, src, built[i], now); err != nil {
 				return err
 			}
 			continue
@@ -119,22 +120,22 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller,
 		if built[i] == nil {
 			return fmt.Errorf("source %s: no poller built", src.Name)
 		}
-		s.configure(e, src, built[i], e.st, now)
-		s.configChanged(e, now)
-		s.reschedule(e, now)
+		t.configure(e, src, built[i], e.st, now)
+		t.configChanged(e, now)
+		t.reschedule(e, now)
 	}
-	if kept == len(s.entries) {
+	if kept == len(t.entries) {
 		return nil // nothing removed: no pass over every entry
 	}
-	for _, e := range s.entries {
+	for _, e := range t.entries {
 		if e.mark == mark {
 			continue
 		}
-		s.q.Due.Remove(&e.slot)
+		t.q.Due.Remove(&e.slot)
 		if e.slot.Busy() {
 			e.removed = true
 		} else {
-			s.dropEntry(e)
+			t.dropEntry(e)
 		}
 	}
 	return nil
@@ -143,7 +144,7 @@ func (s *Scheduler) reloadSources(srcs []*config.Source, built []sources.Poller,
 // keepSource points e, whose source is unchanged in effect, at src, the
 // reloaded config's value of it, with poller if one was built for it
 // (newPollers). mu held.
-func (s *Scheduler) keepSource(e *entry, src *config.Source, poller sources.Poller, now time.Time) error {
+func (t *table) keepSource(e *entry, src *config.Source, poller sources.Poller, now time.Time) error {
 	limit := e.src.Limit
 	if e.src != src {
 		// Parsed again, equal in effect: the poller holds its source, so
@@ -155,14 +156,14 @@ func (s *Scheduler) keepSource(e *entry, src *config.Source, poller sources.Poll
 		e.poller = poller
 	}
 	e.src = src
-	e.group = s.q.Group(src.Limit)
+	e.group = t.q.Group(src.Limit)
 	if src.Limit == limit {
 		return nil
 	}
 	if sh := domain.ShardOf(src.Name, src.Limit); sh != e.shard {
-		s.q.Due.Remove(&e.slot)
-		e.shard, s.shardDirty = sh, true
-		s.reschedule(e, now)
+		t.q.Due.Remove(&e.slot)
+		e.shard, t.shardDirty = sh, true
+		t.reschedule(e, now)
 	}
 	return nil
 }

@@ -67,14 +67,14 @@ func TestReloadSequence(t *testing.T) {
 					t.Fatalf("%s: %v", step.name, err)
 				}
 			}
-			h.s.mu.Lock()
+			h.s.tab.mu.Lock()
 			var got, want []string
-			for name := range h.s.entries {
+			for name := range h.s.tab.entries {
 				got = append(got, name)
 			}
 			for _, s := range step.sources {
 				want = append(want, s[0])
-				e := h.s.entries[s[0]]
+				e := h.s.tab.entries[s[0]]
 				if e == nil {
 					continue
 				}
@@ -85,8 +85,8 @@ func TestReloadSequence(t *testing.T) {
 					t.Errorf("%s: %s got a new entry", step.name, s[0])
 				}
 			}
-			prev = maps.Clone(h.s.entries)
-			h.s.mu.Unlock()
+			prev = maps.Clone(h.s.tab.entries)
+			h.s.tab.mu.Unlock()
 			slices.Sort(got)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
@@ -134,7 +134,7 @@ func TestReloadRebuildsPollerOnNewSource(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		entryA := func() *entry { s.mu.Lock(); defer s.mu.Unlock(); return s.entries["a"] }
+		entryA := func() *entry { s.tab.mu.Lock(); defer s.tab.mu.Unlock(); return s.tab.entries["a"] }
 		before := entryA()
 		check := func(step string, cfg *config.Config) {
 			t.Helper()
@@ -227,8 +227,8 @@ func TestPollersBuiltWithoutLock(t *testing.T) {
 		builds.Add(1)
 		got := make(chan struct{})
 		go func() {
-			s.mu.Lock()
-			s.mu.Unlock()
+			s.tab.mu.Lock()
+			s.tab.mu.Unlock()
 			close(got)
 		}()
 		select {

@@ -117,7 +117,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	s := startMemberScheduler(t, cfg, hook, own, nil)
 	// The stand-in owner looks for the command every 20 ms: 2 s to take it
 	// holds on a loaded machine (300 ms did not, once).
-	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
+	s.deps.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
 	late := 3500 * time.Millisecond // the owner's result, after the member's apply bound
 
 	slowOwner(t, st, hook.refused, "applied", late, func(ctx context.Context) error {
@@ -135,7 +135,7 @@ func TestRemoteCommandWaitsForClaimedResult(t *testing.T) {
 	}
 
 	// Taken and never reported: an error that says so once settle ran out.
-	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: time.Second})
+	s.deps.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: time.Second})
 	slowOwner(t, st, hook.refused, "unreported", late, func(context.Context) error { return errNoResult }, "", "")
 	if _, err := s.Resume("unreported"); err == nil || !strings.Contains(err.Error(), "did not report its result") {
 		t.Errorf("resume never reported by its owner: %v; want an error saying so", err)
@@ -196,7 +196,7 @@ func TestRemoteCommandWaitsAfterRefusedWithdrawal(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "sources:\n  - {name: x, type: exec, command: [\"true\"], "+yearly+"}\n")
 	s := startMemberScheduler(t, cfg, hook, own, nil)
-	s.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
+	s.deps.shards.SetWaits(shards.Waits{Apply: 2 * time.Second, Settle: 20 * time.Second})
 	slowOwner(t, st, hook.refused, "x", 20*time.Second, func(ctx context.Context) error {
 		return st.Commit(ctx, domain.Batch{States: []domain.SourceState{{Name: "x", Paused: true, PausedReason: "maintenance"}}}, 10)
 	}, "", "")

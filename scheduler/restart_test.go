@@ -68,9 +68,9 @@ func TestFailedProbeAfterRestartReopens(t *testing.T) {
 		if o.NextRunAt == nil || o.NextRunAt.Before(probeAt.Add(30*time.Second-time.Second)) {
 			t.Fatalf("next poll at %v, %v after the probe; want a full cooldown (30s)", o.NextRunAt, o.NextRunAt.Sub(probeAt))
 		}
-		h.s.mu.Lock()
-		snap := h.s.entries["s"].brk.Snapshot()
-		h.s.mu.Unlock()
+		h.s.tab.mu.Lock()
+		snap := h.s.tab.entries["s"].brk.Snapshot()
+		h.s.tab.mu.Unlock()
 		if snap.State != breaker.Open {
 			t.Fatalf("the live breaker is %+v after the failed probe; want open", snap)
 		}
@@ -109,9 +109,9 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 
 		h := start(t, dir, writeConfig(t, dir, body))
 		defer h.stop()
-		h.s.mu.Lock()
-		snap := h.s.entries["s"].brk.Snapshot()
-		h.s.mu.Unlock()
+		h.s.tab.mu.Lock()
+		snap := h.s.tab.entries["s"].brk.Snapshot()
+		h.s.tab.mu.Unlock()
 		if snap.State != breaker.Open || !snap.Until.Equal(until) {
 			t.Fatalf("live breaker after the restart: %+v; want open until %v", snap, until)
 		}
@@ -122,9 +122,9 @@ func TestOpenBeforeRestartRejectsUntilStoredTime(t *testing.T) {
 		// The next run is the breaker's probe, the first microsecond after
 		// until (breaker.ProbeAt, to the store's precision): read from the
 		// state, as the source object shows milliseconds.
-		h.s.mu.Lock()
-		next := h.s.entries["s"].st.NextRunAt
-		h.s.mu.Unlock()
+		h.s.tab.mu.Lock()
+		next := h.s.tab.entries["s"].st.NextRunAt
+		h.s.tab.mu.Unlock()
 		if o := h.source("s"); o.State != policy.StateOpen || o.PollsTotal != row.PollsTotal || next == nil || !next.After(until) {
 			t.Fatalf("after the rejection: %+v (next %v); want open, not polled, next after %v", o, next, until)
 		}

@@ -41,7 +41,7 @@ func TestCommitFenceHonoursTakeOver(t *testing.T) {
 	waitUntil(t, "x's shard taken over", 10*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 
 	own.held.Store(true) // the pause waits in the flusher
-	if _, _, err := s.mutateAsync("x", policy.ActionPause, "stale"); err != nil {
+	if _, _, err := s.ctl.mutateAsync("x", policy.ActionPause, "stale"); err != nil {
 		t.Fatal(err)
 	}
 	// a's shards are another's meanwhile: b claims them and commits.
@@ -132,13 +132,13 @@ func TestNoTakeOverBeforeDrained(t *testing.T) {
 	waitUntil(t, "x's shard taken over", 10*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 
 	own.held.Store(true)
-	if _, _, err := s.mutateAsync("x", policy.ActionPause, "mine"); err != nil {
+	if _, _, err := s.ctl.mutateAsync("x", policy.ActionPause, "mine"); err != nil {
 		t.Fatal(err)
 	}
 	own.deny(sh, true)
 	waitUntil(t, "x's shard dormant", 10*time.Second, func() bool { return !s.polls(sh) })
 	own.deny(sh, false)
-	s.syncShards(ctx) // the pause is not committed yet
+	s.cl.syncShards(ctx) // the pause is not committed yet
 	own.held.Store(false)
 	waitUntil(t, "x's shard taken over again", 15*time.Second, func() bool { return s.polls(sh) && s.Drained(sh) })
 	if o, err := s.Source("x"); err != nil || o.State != policy.StatePaused {
@@ -209,9 +209,9 @@ func TestGroupPermitReleasedWhenClaimFails(t *testing.T) {
 	if err := h.s.Trigger("x"); err != nil {
 		t.Fatal(err)
 	}
-	h.s.mu.Lock()
-	g := h.s.q.Group("g")
-	h.s.mu.Unlock()
+	h.s.tab.mu.Lock()
+	g := h.s.tab.q.Group("g")
+	h.s.tab.mu.Unlock()
 	h.waitFor("x holding g's permit", 10*time.Second, func() bool { return g.Held() == 1 })
 	if _, err := h.s.Pause("x", "while queued"); err != nil {
 		t.Fatal(err)

@@ -12,10 +12,13 @@
 //
 // # Lock order
 //
+// The scheduler is a facade over parts that each own their data (the
+// table of sources, the workers, control, the board, the membership, the
+// lifecycle: see Scheduler); the table's mu is the one lock they share.
 // The scheduler takes its locks in this order, never one while a later one
 // is held:
 //
-//	Scheduler.reloading -> Scheduler.mu -> { flusher.mu, the cluster
+//	Scheduler.reloading -> table.mu -> { flusher.mu, the cluster
 //	member's lock (Ownership: MayStart, Fence), a queue FIFO's lock
 //	(queue.FIFO), the transports' lock (sources.Transports) }
 //
@@ -111,8 +114,26 @@ type Options struct {
 	EventsDropped func(n int)
 }
 
-// Scheduler runs the polls of one daemon.
+// Scheduler runs the polls of one daemon. It is a facade: each part of
+// the work is a type owning its data, wired here (New) and reached through
+// the methods below.
 type Scheduler struct {
+	deps *deps       // the collaborators, shared by every part
+	tab  *table      // the sources' runtimes and the one scheduler lock, mu
+	life *lifecycle  // the stages Start begins and Shutdown stops
+	wk   *workers    // the dispatch loop and the workers: the polls
+	ctl  *control    // the operator's actions and the CLI's commands
+	brd  *board      // the read-only views: rows, explanations, histories
+	cl   *membership // a member's shards: take-over, remote sources
+
+	// reloading makes Reloads one at a time: a reload builds its pollers
+	// before it takes mu, from a look at the entries only a reload changes.
+	reloading sync.Mutex
+}
+
+// deps are the scheduler's collaborators, fixed at New: a plain record,
+// without behaviour, that every part holds.
+type deps struct {
 	store     Store
 	log       *slog.Logger
 	clock     Clock
@@ -121,25 +142,37 @@ type Scheduler struct {
 	clients   *sources.Clients // the http pollers' clients, shared
 	transport *transport
 	deliverer resultDeliverer // of every source with deliver (contract 9.3)
+	// shards is the cluster room: the shards this member polls, their
+	// fences and owners (a single daemon's polls every shard). Lock
+	// order: mu, then the room's.
+	shards    *shards.Room
 	maxConc   int
 	descCap   func(*config.Config) int // Options.DescriptorCap
-	cfgCap    int                      // descCap of cfg, or 0
 	cmdEvery  time.Duration
 	loopHook  func()
 	newPoller func(src *config.Source) (sources.Poller, error)
 	// viewHook, if set (by tests), is called between the chunks of the
 	// passes over every source (board.go), the lock released.
 	viewHook func()
+}
 
-	// reloading makes Reloads one at a time: a reload builds its pollers
-	// before it takes mu, from a look at the entries only a reload changes.
-	reloading sync.Mutex
-	mu        sync.Mutex
+// table is the sources' runtimes: the configuration in force, the entries
+// and their indexes, the queue room, and mu, the scheduler's one lock,
+// which guards them all (and the fields the other parts note as guarded by
+// it). Its methods are the changes of an entry (entries.go), the log lines
+// noted under mu (locklog.go), the coalesced throttle lines (flaplog.go),
+// the steps of the wall clock (steps.go) and the shard index (shardindex.go).
+type table struct {
+	*deps
+	mu sync.Mutex
 	// logs holds the log lines noted under mu, written by unlock after it
 	// (locklog.go).
-	logs    lockedLog
-	cfg     *config.Config
-	redact  *config.Redactor
+	logs   lockedLog
+	cfg    *config.Config
+	redact *config.Redactor
+	cfgCap int // descCap of cfg, or 0
+	// keep is cfg's history.keep, read without mu (the flusher, History).
+	keep    atomic.Int64
 	entries map[string]*entry
 	// reloadMark is flipped at each reload; the entries of the sources the
 	// reload keeps take its value (reloadSources).
@@ -152,39 +185,18 @@ type Scheduler struct {
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
 	flapSweepAt time.Time
-	started     bool
-	stopped     bool
-
-	// shards is the cluster room: the shards this member polls, their
-	// fences and owners (a single daemon's polls every shard). byShard,
-	// the entries of each shard, is rebuilt when shardDirty; guarded by
-	// mu. Lock order: mu, then the room's.
-	shards     *shards.Room
+	// byShard, the entries of each shard, is rebuilt when shardDirty.
 	byShard    [domain.Shards][]*entry
 	shardDirty bool
-
-	// skew is how far the wall clock lay from the monotonic one at the
-	// last reading under mu (steps.go). Guarded by mu.
-	skew int64
-	// origin is a time.Now reading: the system's monotonic clock is read
-	// as the time since (steps.go).
-	origin time.Time
-
-	keep      atomic.Int64
-	loopBeat  atomic.Int64 // Monotonic reading of the loop's last pass (watchdog)
-	inflightN atomic.Int64 // polls in flight
-
-	// The stages of the lifecycle (lifecycle.go), stopped by Shutdown in
-	// this order, each by cancelling its context and then waiting for its
-	// goroutines.
-	dispatching stage // the loop, the group admitters, the command reader
-	working     stage // the workers, which take jobs from the ready queue
-	polling     stage // no goroutines: its context cuts off the polls in flight
-	flushing    stage // the flusher
+	// clk reads the clocks and holds the skew (steps.go); its skew is
+	// guarded by mu.
+	clk     clocks
+	started bool
+	stopped bool
 }
 
 // entry is one source's runtime: its settings, poller, breaker and state.
-// All fields are guarded by Scheduler.mu, except that a worker reads
+// All fields are guarded by table.mu, except that a worker reads
 // src, poller, brk and timing of the generation it was dispatched with.
 type entry struct {
 	name   string
@@ -202,7 +214,7 @@ type entry struct {
 	sl           *flush.Slot // its place in the flusher
 	removed      bool        // dropped from the config while in flight
 	resetPending bool        // reset while polling: applied when the poll ends
-	mark         bool        // Scheduler.reloadMark when the last reload saw it
+	mark         bool        // table.reloadMark when the last reload saw it
 	savedSeq     uint64
 	localErrs    int // consecutive local errors (policy.KindLocal), the memory of policy.LocalRetry
 	// flap coalesces its throttle transitions (flaplog.go); nil until its

@@ -128,9 +128,9 @@ func TestPersistedWithin250ms(t *testing.T) {
 		defer h.stop()
 		for k := 1; k <= 3; k++ {
 			h.waitFor("failure", 10*time.Second, func() bool { return h.source("a").ConsecutiveFailures == k })
-			h.s.mu.Lock()
-			end := h.s.entries["a"].st.UpdatedAt
-			h.s.mu.Unlock()
+			h.s.tab.mu.Lock()
+			end := h.s.tab.entries["a"].st.UpdatedAt
+			h.s.tab.mu.Unlock()
 			time.Sleep(time.Until(end.Add(250 * time.Millisecond)))
 			mem := h.source("a")
 			st := h.stored("a")
@@ -385,7 +385,7 @@ func TestShutdownLoopIdles(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, "slow's poll", 5*time.Second, func() bool { return s.inflightN.Load() > 0 })
+		waitUntil(t, "slow's poll", 5*time.Second, func() bool { return s.wk.inflightN.Load() > 0 })
 		before := passes.Load()
 		if err := s.Shutdown(3 * time.Second); err != nil {
 			t.Fatal(err)

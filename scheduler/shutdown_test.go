@@ -56,7 +56,7 @@ func TestShutdownWithinTimeout(t *testing.T) {
 					return stubbornPoller{linger: tt.linger}, nil
 				})
 				defer h.store.Close()
-				waitUntil(t, "the poll", 5*time.Second, func() bool { return h.s.inflightN.Load() > 0 })
+				waitUntil(t, "the poll", 5*time.Second, func() bool { return h.s.wk.inflightN.Load() > 0 })
 				began := time.Now()
 				err := h.s.Shutdown(tt.timeout)
 				took := time.Since(began)
@@ -136,7 +136,7 @@ func TestShutdownWithinTimeoutStoreLocked(t *testing.T) {
 	}
 	// The flusher left in its commit ends once the store answers.
 	done := make(chan struct{})
-	go func() { s.flushing.wg.Wait(); close(done) }()
+	go func() { s.life.flushing.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

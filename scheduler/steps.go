@@ -51,16 +51,28 @@ const (
 	noSkew = math.MinInt64
 )
 
+// clocks reads the scheduler's clock and the monotonic one, and holds the
+// skew between them (steps.go's comment).
+type clocks struct {
+	clock Clock
+	// origin is a time.Now reading: the system's monotonic clock is read
+	// as the time since.
+	origin time.Time
+	// skew is how far the wall clock lay from the monotonic one at the
+	// last reading under mu. Guarded by table.mu.
+	skew int64
+}
+
 // readClocks reads the wall clock between two readings of the monotonic
 // one; ok is false when they lie too far apart for the skew to be trusted,
 // or when the clock's steps are not the scheduler's to measure.
-func (s *Scheduler) readClocks() (wall time.Time, skew int64, ok bool) {
-	m1, measured := s.monotonic()
-	wall = s.clock.Now()
+func (k *clocks) readClocks() (wall time.Time, skew int64, ok bool) {
+	m1, measured := k.monotonic()
+	wall = k.clock.Now()
 	if !measured {
 		return wall, 0, false
 	}
-	m2, _ := s.monotonic()
+	m2, _ := k.monotonic()
 	return wall, policy.SkewOf(wall, m1+(m2-m1)/2), m2-m1 <= readSpread
 }
 
@@ -77,35 +89,35 @@ func (RealClock) systemWall() {}
 // monotonic reads the monotonic clock: the clock's own (Monotonic), or
 // the system's. measured is false for a clock whose steps the scheduler
 // does not measure (see systemClock).
-func (s *Scheduler) monotonic() (mono time.Duration, measured bool) {
-	switch c := s.clock.(type) {
+func (k *clocks) monotonic() (mono time.Duration, measured bool) {
+	switch c := k.clock.(type) {
 	case Monotonic:
 		return c.Monotonic(), true
 	case systemClock:
-		return time.Since(s.origin), true
+		return time.Since(k.origin), true
 	}
-	return time.Since(s.origin), false
+	return time.Since(k.origin), false
 }
 
 // sinceOrigin is the monotonic time since the scheduler was made, on the
 // clock's monotonic clock (Monotonic) or the system's: the watchdog's
 // measure of the loop's age, which no step of any wall clock moves.
-func (s *Scheduler) sinceOrigin() time.Duration {
-	m, _ := s.monotonic()
+func (k *clocks) sinceOrigin() time.Duration {
+	m, _ := k.monotonic()
 	return m
 }
 
 // now reads the wall clock and, if it stepped since the last reading,
 // applies the step to every source (rebase). mu held.
-func (s *Scheduler) now() time.Time {
-	wall, skew, ok := s.readClocks()
+func (t *table) now() time.Time {
+	wall, skew, ok := t.clk.readClocks()
 	if !ok {
 		return wall
 	}
-	d := time.Duration(skew - s.skew)
-	s.skew = skew
+	d := time.Duration(skew - t.clk.skew)
+	t.clk.skew = skew
 	if policy.IsStep(d) {
-		s.rebase(d, wall)
+		t.rebase(d, wall)
 	}
 	return wall
 }
@@ -113,10 +125,10 @@ func (s *Scheduler) now() time.Time {
 // rebase moves every source's times by d, a step of the wall clock that
 // now was read after, as the comment at the top of this file says, and
 // commits them. mu held.
-func (s *Scheduler) rebase(d time.Duration, now time.Time) {
-	s.logLocked(slog.LevelWarn, "the wall clock stepped; due times moved with it", "step", d.String(), "sources", len(s.entries))
-	for _, e := range s.entries {
-		if s.dormant(e) {
+func (t *table) rebase(d time.Duration, now time.Time) {
+	t.logLocked(slog.LevelWarn, "the wall clock stepped; due times moved with it", "step", d.String(), "sources", len(t.entries))
+	for _, e := range t.entries {
+		if t.dormant(e) {
 			continue // another member's: its owner moves it
 		}
 		if e.flap != nil && !e.flap.until.IsZero() {
@@ -130,15 +142,15 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 			e.brk = newBreaker(e.src, e.st)
 		}
 		if e.slot.Scheduled() && e.st.NextRunAt != nil {
-			s.q.Due.Schedule(&e.slot, policy.NanoKey(*e.st.NextRunAt))
+			t.q.Due.Schedule(&e.slot, policy.NanoKey(*e.st.NextRunAt))
 		}
 		// Not a poll's outcome: the next poll need not wait for it.
-		s.flush.Submit(e.sl, e.st, nil)
+		t.flush.Submit(e.sl, e.st, nil)
 	}
-	if !s.flapSweepAt.IsZero() {
-		s.flapSweepAt = s.flapSweepAt.Add(d)
+	if !t.flapSweepAt.IsZero() {
+		t.flapSweepAt = t.flapSweepAt.Add(d)
 	}
-	s.q.Poke()
+	t.q.Poke()
 }
 
 // stepPoll moves the times of a poll's outcome o, read with the skew
@@ -146,8 +158,8 @@ func (s *Scheduler) rebase(d time.Duration, now time.Time) {
 // poll ended before a step that the scheduler saw first, or after one it
 // has not seen yet (rebase moves them on with every other source's). It
 // reports whether it moved them. mu held.
-func (s *Scheduler) stepPoll(o *policy.Outcome, skew int64) bool {
-	d := time.Duration(s.skew - skew)
+func (k *clocks) stepPoll(o *policy.Outcome, skew int64) bool {
+	d := time.Duration(k.skew - skew)
 	if skew == noSkew || !policy.IsStep(d) {
 		return false
 	}

@@ -179,14 +179,14 @@ func TestWallClockStepDuringPoll(t *testing.T) {
 // are moved by it (and its breaker's cooldown); within policy.StepMin nothing moves.
 func TestStepPoll(t *testing.T) {
 	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	s := &Scheduler{skew: int64(-time.Hour)}
+	k := &clocks{skew: int64(-time.Hour)}
 	o := policy.Outcome{Start: base, End: base.Add(time.Second), Brk: breaker.Snapshot{State: breaker.Open, Until: base.Add(time.Minute)}}
-	if !s.stepPoll(&o, 0) || !o.Start.Equal(base.Add(-time.Hour)) || !o.End.Equal(base.Add(time.Second-time.Hour)) ||
+	if !k.stepPoll(&o, 0) || !o.Start.Equal(base.Add(-time.Hour)) || !o.End.Equal(base.Add(time.Second-time.Hour)) ||
 		!o.Brk.Until.Equal(base.Add(time.Minute-time.Hour)) {
 		t.Errorf("after a step of -1h: %v %v %v", o.Start, o.End, o.Brk.Until)
 	}
 	o2 := policy.Outcome{Start: base, End: base}
-	if s.stepPoll(&o2, int64(-time.Hour+policy.StepMin/2)) || !o2.Start.Equal(base) {
+	if k.stepPoll(&o2, int64(-time.Hour+policy.StepMin/2)) || !o2.Start.Equal(base) {
 		t.Errorf("moved by less than policy.StepMin: %v", o2.Start)
 	}
 }

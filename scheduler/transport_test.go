@@ -60,7 +60,7 @@ sources:
 		}
 	}
 	h.waitFor("3 polls of a and b", 20*time.Second, pollsAtLeast(3))
-	if n, l := newConns.Load(), h.s.transport.Len(); n != 1 || l != 2 {
+	if n, l := newConns.Load(), h.s.deps.transport.Len(); n != 1 || l != 2 {
 		t.Errorf("a and b opened %d connections (want 1) over %d transports (want 2: built-in, theirs)", n, l)
 	}
 	if e := h.source("a").LastError; e != "" {
@@ -87,7 +87,7 @@ sources:
 	}
 	h.waitFor("the old transport dropped and its connection closed", 20*time.Second, func() bool {
 		runtime.GC()
-		return h.s.transport.Len() == 2 && closed.Load() >= 1
+		return h.s.deps.transport.Len() == 2 && closed.Load() >= 1
 	})
 	if e := h.source("b").LastError; e != "" {
 		t.Errorf("b: %s", e)
