@@ -12,7 +12,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/deliver"
 	"github.com/pacer-dev/pacer/domain"
-	"github.com/pacer-dev/pacer/internal/lifecycle"
+	staged "github.com/pacer-dev/pacer/internal/lifecycle"
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
@@ -297,7 +297,7 @@ func (w *workers) drainPolls(timeout time.Duration, cut, polled time.Time) {
 // awaitBy waits for done until the clock reaches t; it reports whether
 // done was closed.
 func awaitBy(c Clock, done <-chan struct{}, t time.Time) bool {
-	return lifecycle.AwaitBy(c, done, t)
+	return staged.AwaitBy(c, done, t)
 }
 
 // lifecycle is the scheduler's goroutines, by stage (Start begins them,
@@ -339,7 +339,7 @@ func (g *stage) spawn(ctx context.Context, f func(context.Context)) {
 // reaches t; it reports whether every goroutine ended.
 func (g *stage) stopBy(c Clock, t time.Time) bool {
 	g.cancel()
-	return lifecycle.WaitBy(c, &g.wg, t)
+	return staged.WaitBy(c, &g.wg, t)
 }
 
 // Healthy returns nil when the scheduling loop made a pass within maxAge
