@@ -44,7 +44,7 @@ func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **sc
 	clock := scheduler.SteadyClock(scheduler.RealClock{})
 	m, err := cluster.New(st, cluster.Options{
 		Now:         clock.Now,
-		NewTimer:    func(d time.Duration) cluster.Timer { return clock.NewTimer(d) },
+		NewTimer:    clock.NewTimer,
 		Name:        cfg.Cluster.MemberName(),
 		Lease:       cfg.Cluster.Lease,
 		Fingerprint: sourcesFingerprint(cfg),

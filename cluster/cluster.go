@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"log/slog"
 	"slices"
 	"sync"
@@ -70,23 +71,8 @@ type Options struct {
 	// NewTimer makes the timers of the round loop on the same clock as Now
 	// (a real timer when nil), so that one clock drives the scheduler, the
 	// cluster and the notifier.
-	NewTimer func(d time.Duration) Timer
+	NewTimer func(d time.Duration) clock.Timer
 }
-
-// Timer is the timer the round loop waits on (the scheduler's Clock gives
-// one: scheduler.Timer has the same methods).
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration) bool
-}
-
-// realTimer is a time.Timer as a Timer.
-type realTimer struct{ t *time.Timer }
-
-func (r realTimer) C() <-chan time.Time        { return r.t.C }
-func (r realTimer) Stop() bool                 { return r.t.Stop() }
-func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
 
 // held is a claim as the member keeps it: its fence and until when it may
 // start polls of the shard.
@@ -139,7 +125,7 @@ func New(st Store, opt Options) (*Member, error) {
 		return nil, fmt.Errorf("cluster.lease: %v is below the minimum of 2s", opt.Lease)
 	}
 	if opt.NewTimer == nil {
-		opt.NewTimer = func(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+		opt.NewTimer = clock.Real{}.NewTimer
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

@@ -1,19 +1,18 @@
 package notify
 
 import (
+	"github.com/pacer-dev/pacer/internal/clock"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pacer-dev/pacer/internal/lifecycle"
 )
 
 // manualClock reads the wall clock; its timers fire only when the test
 // calls fire, so that a tick comes from this clock or not at all.
 type manualClock struct {
-	lifecycle.RealClock
+	clock.Real
 	mu     sync.Mutex
 	timers []*manualTimer
 }
@@ -27,7 +26,7 @@ type manualTimer struct {
 	armed bool
 }
 
-func (c *manualClock) NewTimer(d time.Duration) lifecycle.Timer {
+func (c *manualClock) NewTimer(d time.Duration) clock.Timer {
 	t := &manualTimer{c: make(chan time.Time, 1), d: d, armed: true}
 	c.mu.Lock()
 	c.timers = append(c.timers, t)

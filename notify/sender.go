@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -70,15 +71,9 @@ var _ Outbox = (*store.Store)(nil)
 
 // Clock is the sender's time: Now for the backoff, max_age and claims,
 // NewTimer for its interval and Stop's deadline. The daemon passes the
-// clock its scheduler runs on (one clock for all; a scheduler.Clock is
-// one, its Timer being the same interface as lifecycle.Timer); tests pass
-// one moved by hand.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) lifecycle.Timer
-}
-
-var _ lifecycle.Clock = Clock(nil)
+// clock its scheduler runs on (one clock for all); tests pass one moved by
+// hand.
+type Clock = clock.Clock
 
 // Options are a sender's collaborators. Outbox and Registry are required.
 type Options struct {
@@ -95,7 +90,7 @@ type Options struct {
 	// Interval is how often the outbox is read without a wake-up
 	// (default DefaultInterval).
 	Interval time.Duration
-	// Clock is the sender's time (nil: lifecycle.RealClock, the wall
+	// Clock is the sender's time (nil: clock.Real, the wall
 	// clock); tests move it by hand.
 	Clock Clock
 }
@@ -178,7 +173,7 @@ func New(n *config.Notify, redact *config.Redactor, opts Options) (*Sender, erro
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.clock == nil {
-		s.clock = lifecycle.RealClock{}
+		s.clock = clock.Real{}
 	}
 	if s.interval <= 0 {
 		s.interval = DefaultInterval

@@ -3,6 +3,7 @@ package notify
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
-	"github.com/pacer-dev/pacer/internal/lifecycle"
 	"github.com/pacer-dev/pacer/internal/waitfor"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -189,7 +189,7 @@ func TestInFlightBounded(t *testing.T) {
 // fakeClock is a clock whose Now is moved by hand; its timers (the
 // sender's interval) run on the wall clock.
 type fakeClock struct {
-	lifecycle.RealClock
+	clock.Real
 	mu sync.Mutex
 	t  time.Time
 }

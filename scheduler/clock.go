@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"time"
 )
 
@@ -17,10 +18,7 @@ import (
 // embed it) against the system's monotonic clock, and those of a clock that
 // implements Monotonic against its own; it leaves those of any other clock
 // to it (a cluster member's DatabaseClock corrects them at every round).
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+type Clock = clock.Clock
 
 // Monotonic is a Clock with a monotonic clock of its own (a test's clock,
 // whose wall clock steps while its timers do not). Only the difference of
@@ -29,42 +27,16 @@ type Monotonic interface {
 	Monotonic() time.Duration
 }
 
-// Timer is the part of *time.Timer the scheduler uses. An alias of an
-// unnamed interface, as lifecycle.Timer and notify's are, so that a Clock
-// is also theirs (one clock for the scheduler and the notifier).
-type Timer = interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration) bool
-}
+// Timer is the part of *time.Timer the scheduler uses (clock.Timer: the
+// one clock of the scheduler, the flusher, the cluster and the notifier).
+type Timer = clock.Timer
 
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// NewTimer returns a time.Timer.
-func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
-
-type realTimer struct{ t *time.Timer }
-
-func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool          { return r.t.Stop() }
-
-func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+// RealClock is the wall clock (clock.Real); the scheduler measures its
+// steps against the system's monotonic clock (steps.go).
+type RealClock struct{ clock.Real }
 
 // sleep waits d on c, or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, c Clock, d time.Duration) bool {
-	t := c.NewTimer(d)
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	}
-}
+func sleep(ctx context.Context, c Clock, d time.Duration) bool { return clock.Sleep(ctx, c, d) }
 
 // DatabaseClock is base moved by offset(), read at every Now: a member of
 // a cluster runs on the database's clock (offset: cluster.Member's

@@ -21,7 +21,7 @@ func flushOptions(fenced flush.Committer, st Store, log *slog.Logger, clock Cloc
 	return flush.Options{
 		Committer:     fenced,
 		Logger:        log,
-		Clock:         flushClock{clock},
+		Clock:         clock,
 		Keep:          func() int { return int(keep.Load()) },
 		ObserveCommit: func(took time.Duration) { m.storeCommit.Observe(took.Seconds()) },
 		CountError:    m.storeErrors.Inc,
@@ -30,12 +30,3 @@ func flushOptions(fenced flush.Committer, st Store, log *slog.Logger, clock Cloc
 		OnRejected:    rejected,
 	}
 }
-
-// flushClock is the scheduler's Clock as the flusher's: the two Timer
-// interfaces are distinct types.
-type flushClock struct{ Clock }
-
-// NewTimer returns the scheduler clock's timer.
-func (c flushClock) NewTimer(d time.Duration) flush.Timer { return c.Clock.NewTimer(d) }
-
-var _ flush.Clock = flushClock{}

@@ -8,43 +8,13 @@ package lifecycle
 
 import (
 	"context"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"sync"
 	"time"
 )
 
-// Clock is the time a deadline is read on.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
-
-// Timer is the part of *time.Timer a Clock's timers offer. It is an alias
-// of an unnamed interface, as scheduler.Timer is: every package's Clock
-// whose NewTimer returns this same interface (scheduler.Clock,
-// notify.Clock) is then a lifecycle.Clock, and one clock serves them all
-// without the packages importing one another.
-type Timer = interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration) bool
-}
-
-// RealClock is the wall clock (time.Now and time.NewTimer), the Clock of
-// a caller that names none.
-type RealClock struct{}
-
-var _ Clock = RealClock{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// NewTimer returns a time.Timer.
-func (RealClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
-
-// wallTimer is a *time.Timer with its channel behind a method.
-type wallTimer struct{ *time.Timer }
-
-func (w wallTimer) C() <-chan time.Time { return w.Timer.C }
+// Clock is the time a deadline is read on (clock.Clock).
+type Clock = clock.Clock
 
 // Stage is a set of goroutines that stop together: StopBy cancels their
 // context, then waits for them. The zero Stage is ready for Begin.

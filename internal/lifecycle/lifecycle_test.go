@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"github.com/pacer-dev/pacer/internal/clock"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,7 +12,7 @@ import (
 // up exactly at the deadline on the clock, and reports it.
 func TestStopBy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var c RealClock
+		var c clock.Real
 		var g Stage
 		ctx := g.Begin()
 		for range 3 {
@@ -44,7 +45,7 @@ func TestStopBy(t *testing.T) {
 // TestStopByNeverBegun: a stage never begun has nothing to stop.
 func TestStopByNeverBegun(t *testing.T) {
 	var g Stage
-	if !g.StopBy(RealClock{}, time.Now()) {
+	if !g.StopBy(clock.Real{}, time.Now()) {
 		t.Fatal("StopBy of a stage never begun: false")
 	}
 }
@@ -53,7 +54,7 @@ func TestStopByNeverBegun(t *testing.T) {
 // wins and an open done loses, without waiting.
 func TestAwaitByPastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := RealClock{}
+		c := clock.Real{}
 		closed := make(chan struct{})
 		close(closed)
 		if !AwaitBy(c, closed, c.Now().Add(-time.Hour)) {

@@ -18,6 +18,7 @@ package flush
 import (
 	"context"
 	"errors"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"log/slog"
 	"sync"
 	"time"
@@ -123,7 +124,7 @@ func New(opts Options) *Flusher {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.ObserveCommit == nil {
 		opts.ObserveCommit = func(time.Duration) {}
@@ -164,7 +165,7 @@ func (f *Flusher) Run(ctx context.Context) {
 		err := f.FlushAll(ctx)
 		if err != nil {
 			// Keep trying with a growing pause; new submissions wait too.
-			if !pauseOn(ctx, f.opts.Clock, retry) {
+			if !clock.Sleep(ctx, f.opts.Clock, retry) {
 				return
 			}
 			retry = min(retry*2, 5*time.Second)
@@ -243,7 +244,7 @@ func (f *Flusher) FlushFinal(d time.Duration) error {
 		if err == nil {
 			return nil
 		}
-		if !pauseOn(ctx, f.opts.Clock, 200*time.Millisecond) {
+		if !clock.Sleep(ctx, f.opts.Clock, 200*time.Millisecond) {
 			return errors.Join(err, ctx.Err())
 		}
 	}
