@@ -2,7 +2,7 @@ package cli
 
 import (
 	"context"
-	"database/sql"
+	"github.com/pacer-dev/pacer/internal/sqlitetest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,39 +14,6 @@ import (
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/store"
 )
-
-// holdWriteLock takes the write lock of the SQLite file at path from an
-// independent connection (BEGIN IMMEDIATE), as another process would; the
-// returned func releases it (also at the end of the test).
-func holdWriteLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	db, err := sql.Open("sqlite3", path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	held := true
-	release = func() {
-		if held {
-			held = false
-			if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(func() {
-		release()
-		_ = conn.Close()
-		_ = db.Close()
-	})
-	return release
-}
 
 // TestCommandReportedFailedIsNeverApplied (hardening item 4): with the
 // store's write lock held by another connection past the CLI's wait, the
@@ -76,7 +43,7 @@ func TestCommandReportedFailedIsNeverApplied(t *testing.T) {
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("PendingCommands = %v, %v", pending, err)
 		}
-		release := holdWriteLock(t, path)
+		release := sqlitetest.HoldWriteLock(t, path)
 		var applied atomic.Int32
 		daemonDone := make(chan struct{})
 		go func() {
@@ -104,7 +71,9 @@ func TestCommandReportedFailedIsNeverApplied(t *testing.T) {
 		}()
 		// Past the CLI's wait, with both sides trying to write.
 		time.Sleep(time.Duration(200+(i%3)*100) * time.Millisecond) // the lock held by another process for a while
-		release()
+		if err := release(); err != nil {
+			t.Error(err)
+		}
 		err = <-cliDone
 		<-daemonDone
 		got, gerr := cliStore.GetCommand(t.Context(), c.ID)
