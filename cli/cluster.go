@@ -43,8 +43,7 @@ var _ admin.ClusterView = (*member)(nil)
 func newMember(cfg *config.Config, st *store.Store, log *slog.Logger, sched **scheduler.Scheduler) (*member, error) {
 	clock := scheduler.SteadyClock(scheduler.RealClock{})
 	m, err := cluster.New(st, cluster.Options{
-		Now:         clock.Now,
-		NewTimer:    clock.NewTimer,
+		Clock:       clock,
 		Name:        cfg.Cluster.MemberName(),
 		Lease:       cfg.Cluster.Lease,
 		Fingerprint: sourcesFingerprint(cfg),

@@ -27,6 +27,14 @@ func (f fakeTimer) Reset(d time.Duration) bool {
 	return true
 }
 
+// timerClock is the wall clock with the test's timers.
+type timerClock struct {
+	clock.Real
+	newTimer func(d time.Duration) clock.Timer
+}
+
+func (c timerClock) NewTimer(d time.Duration) clock.Timer { return c.newTimer(d) }
+
 // The round loop waits on the timers of the clock it is given, not on the
 // process's own (issue 21: one clock for the scheduler, the cluster and the
 // notifier): a round follows each tick of the injected timer, and none
@@ -37,12 +45,12 @@ func TestRunWaitsOnTheInjectedClock(t *testing.T) {
 	var sets []time.Duration
 	tick := make(chan time.Time)
 	m, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: 30 * time.Second, Fingerprint: "f",
-		NewTimer: func(d time.Duration) clock.Timer {
+		Clock: timerClock{newTimer: func(d time.Duration) clock.Timer {
 			mu.Lock()
 			sets = append(sets, d)
 			mu.Unlock()
 			return fakeTimer{c: tick, mu: &mu, sets: &sets}
-		}})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,14 +64,11 @@ type Options struct {
 	// Stats reports what the member shows in GET /api/cluster. nil: zeros.
 	Stats  func() (owned, inflight int)
 	Logger *slog.Logger
-	// Now is the member's clock (time.Now when nil): monotonic for its
-	// deadlines, and the wall clock whose offset from the database's it
-	// measures (ClockOffset).
-	Now func() time.Time
-	// NewTimer makes the timers of the round loop on the same clock as Now
-	// (a real timer when nil), so that one clock drives the scheduler, the
-	// cluster and the notifier.
-	NewTimer func(d time.Duration) clock.Timer
+	// Clock is the member's clock (clock.Real when nil): monotonic for its
+	// deadlines, the wall clock whose offset from the database's it
+	// measures (ClockOffset), and the timers of its round loop, so that one
+	// clock drives the scheduler, the cluster and the notifier.
+	Clock clock.Clock
 }
 
 // held is a claim as the member keeps it: its fence and until when it may
@@ -124,16 +121,13 @@ func New(st Store, opt Options) (*Member, error) {
 	if opt.Lease < 2*time.Second {
 		return nil, fmt.Errorf("cluster.lease: %v is below the minimum of 2s", opt.Lease)
 	}
-	if opt.NewTimer == nil {
-		opt.NewTimer = clock.Real{}.NewTimer
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
+	if opt.Clock == nil {
+		opt.Clock = clock.Real{}
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Member{st: st, opt: opt, startedAt: opt.Now(), claims: map[int]held{}, unpublished: opt.ShardSources != nil}, nil
+	return &Member{st: st, opt: opt, startedAt: opt.Clock.Now(), claims: map[int]held{}, unpublished: opt.ShardSources != nil}, nil
 }
 
 // margin is how long before a lease's end the member stops starting polls
@@ -147,7 +141,7 @@ func (m *Member) MayStart(shard int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.claims[shard]
-	return ok && !h.leaving && m.opt.Now().Before(h.deadline)
+	return ok && !h.leaving && m.opt.Clock.Now().Before(h.deadline)
 }
 
 // StatementTimeout bounds every statement of the member and of its
@@ -182,7 +176,7 @@ func (m *Member) Ready() error {
 	if m.lastErr != nil {
 		return fmt.Errorf("cannot renew the cluster claims: %w", m.lastErr)
 	}
-	now := m.opt.Now()
+	now := m.opt.Clock.Now()
 	for _, h := range m.claims {
 		if !h.leaving && now.Before(h.deadline) {
 			return nil
@@ -223,7 +217,7 @@ func (m *Member) Name() string { return m.opt.Name }
 func (m *Member) Shards() []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.opt.Now()
+	now := m.opt.Clock.Now()
 	out := make([]int, 0, len(m.claims))
 	for sh, h := range m.claims {
 		if !h.leaving && now.Before(h.deadline) {

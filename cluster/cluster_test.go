@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"log/slog"
 	"strings"
 	"sync"
@@ -252,6 +253,14 @@ func TestShardGivenBackOnceDrained(t *testing.T) {
 	}
 }
 
+// nowClock is the wall clock read through now (the test moves it).
+type nowClock struct {
+	clock.Real
+	now func() time.Time
+}
+
+func (c nowClock) Now() time.Time { return c.now() }
+
 // TestConfigMismatchWarned: a member whose sources config differs from
 // another live member's logs a warning naming both, at most once a minute.
 func TestConfigMismatchWarned(t *testing.T) {
@@ -265,7 +274,7 @@ func TestConfigMismatchWarned(t *testing.T) {
 		return time.Now().Add(offset)
 	}
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: 2 * time.Second, Fingerprint: "fa", Logger: log, Now: now})
+	a, err := cluster.New(openStore(t, dsn), cluster.Options{Name: "a", Lease: 2 * time.Second, Fingerprint: "fa", Logger: log, Clock: nowClock{now: now}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,12 +91,12 @@ const clockWarnAbove = time.Second
 // the daemon calls it once before its scheduler starts, so that the
 // scheduler's clock does not jump at the first round.
 func (m *Member) MeasureOffset(ctx context.Context) (time.Duration, error) {
-	t0 := m.opt.Now()
+	t0 := m.opt.Clock.Now()
 	db, err := m.st.DatabaseNow(ctx)
 	if err != nil {
 		return 0, err
 	}
-	t1 := m.opt.Now()
+	t1 := m.opt.Clock.Now()
 	measured := db.Sub(t0.Add(t1.Sub(t0) / 2))
 	m.mu.Lock()
 	m.offset = m.offsets.add(t1.Sub(t0), measured)

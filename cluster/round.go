@@ -81,7 +81,7 @@ func (m *Member) liveOf(members []domain.Member) []string {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.liveAfter(live, m.opt.Now())
+	return m.liveAfter(live, m.opt.Clock.Now())
 }
 
 // share is the member's share of the shards among live (has: Candidates),
@@ -122,7 +122,7 @@ func (m *Member) drained(leaving []int) []int {
 // and keeps what the store granted: each claim's fence and deadline, on
 // the member's clock read before the call.
 func (m *Member) claim(ctx context.Context, want, release []int) error {
-	start := m.opt.Now()
+	start := m.opt.Clock.Now()
 	claims, err := m.st.ClaimShards(ctx, m.opt.Name, m.opt.Lease, want, release)
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (m *Member) claim(ctx context.Context, want, release []int) error {
 func (m *Member) publish(ctx context.Context) error {
 	m.mu.Lock()
 	counts, gen := m.opt.ShardSources, m.sourcesGen
-	due := m.unpublished || (!m.lastOK.IsZero() && m.opt.Now().Sub(m.lastOK) > m.opt.Lease)
+	due := m.unpublished || (!m.lastOK.IsZero() && m.opt.Clock.Now().Sub(m.lastOK) > m.opt.Lease)
 	m.mu.Unlock()
 	if !due || counts == nil {
 		return nil
@@ -210,7 +210,7 @@ const fingerprintWarnEvery = time.Minute
 // warnFingerprints logs, at most once every fingerprintWarnEvery, the
 // live members whose sources config differs from this member's.
 func (m *Member) warnFingerprints(members []domain.Member, fp string) {
-	now := m.opt.Now()
+	now := m.opt.Clock.Now()
 	m.mu.Lock()
 	due := m.warnedAt.IsZero() || now.Sub(m.warnedAt) >= fingerprintWarnEvery
 	m.mu.Unlock()

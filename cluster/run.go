@@ -25,12 +25,12 @@ const handoverEvery = 200 * time.Millisecond
 // ctx once its polls have ended and its states are committed.
 func (m *Member) Run(ctx context.Context) {
 	every := min(m.opt.Lease/3, roundEvery)
-	t := m.opt.NewTimer(every)
+	t := m.opt.Clock.NewTimer(every)
 	defer t.Stop()
 	failing := false
 	var handingSince time.Time
 	for {
-		begun := m.opt.Now()
+		begun := m.opt.Clock.Now()
 		err := m.Round(ctx)
 		wait := every
 		m.mu.Lock()
@@ -48,7 +48,7 @@ func (m *Member) Run(ctx context.Context) {
 			// the database meanwhile.
 			wait = min(wait, handoverEvery)
 		}
-		t.Reset(max(wait-m.opt.Now().Sub(begun), 0))
+		t.Reset(max(wait-m.opt.Clock.Now().Sub(begun), 0))
 		if ctx.Err() == nil {
 			m.mu.Lock()
 			m.lastErr = err

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"github.com/pacer-dev/pacer/internal/clock"
 	"time"
 )
@@ -34,9 +33,6 @@ type Timer = clock.Timer
 // RealClock is the wall clock (clock.Real); the scheduler measures its
 // steps against the system's monotonic clock (steps.go).
 type RealClock struct{ clock.Real }
-
-// sleep waits d on c, or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, c Clock, d time.Duration) bool { return clock.Sleep(ctx, c, d) }
 
 // DatabaseClock is base moved by offset(), read at every Now: a member of
 // a cluster runs on the database's clock (offset: cluster.Member's

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -53,7 +54,7 @@ type membership struct {
 func setupCluster(d *deps, own Ownership) (flush.Committer, error) {
 	opt := shards.Options{
 		Now:      d.clock.Now,
-		Sleep:    func(ctx context.Context, dur time.Duration) bool { return sleep(ctx, d.clock, dur) },
+		Sleep:    func(ctx context.Context, dur time.Duration) bool { return clock.Sleep(ctx, d.clock, dur) },
 		Refusals: map[string]error{"not_found": ErrNotFound, "conflict": ErrConflict},
 		Settle:   resultWait,
 	}
@@ -83,7 +84,7 @@ func (g *membership) watchOwnership(ctx context.Context) {
 			ownersAt = now
 			g.shards.ReadOwners(ctx)
 		}
-		if !sleep(ctx, g.clock, ownershipEvery) {
+		if !clock.Sleep(ctx, g.clock, ownershipEvery) {
 			return
 		}
 	}

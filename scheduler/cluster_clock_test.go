@@ -67,7 +67,7 @@ func startClockMember(t *testing.T, dsn, name string, clock Clock, body string, 
 	}
 	cm := &clockMember{st: st, done: make(chan struct{})}
 	clock = SteadyClock(clock)
-	cm.m, err = cluster.New(st, cluster.Options{Name: name, Lease: 2 * time.Second, Logger: log, Now: clock.Now,
+	cm.m, err = cluster.New(st, cluster.Options{Name: name, Lease: 2 * time.Second, Logger: log, Clock: clock,
 		Drained: func(sh int) bool { return cm.s.Drained(sh) }, Stats: func() (int, int) { return cm.s.ClusterStats() }})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"slices"
 	"time"
 
@@ -227,7 +228,7 @@ func (op *control) commands(ctx context.Context) {
 		op.settleOrphans(ctx)
 	}
 	for {
-		if !sleep(ctx, op.clock, op.cmdEvery) {
+		if !clock.Sleep(ctx, op.clock, op.cmdEvery) {
 			return
 		}
 		cmds, err := op.store.PendingCommands(ctx)
@@ -296,7 +297,7 @@ func (op *control) applyCommands(ctx context.Context, cmds []domain.Command) {
 			}
 			op.m.storeErrors.Inc()
 			op.log.Error("complete command", "id", c.ID, "err", err)
-			if !sleep(retryCtx, op.clock, op.cmdEvery) {
+			if !clock.Sleep(retryCtx, op.clock, op.cmdEvery) {
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
@@ -96,7 +97,9 @@ var _ queue.Owner[*entry] = admission{}
 func (a admission) Now() time.Time { return a.w.clock.Now() }
 
 // Sleep waits d on the scheduler's clock.
-func (a admission) Sleep(ctx context.Context, d time.Duration) bool { return sleep(ctx, a.w.clock, d) }
+func (a admission) Sleep(ctx context.Context, d time.Duration) bool {
+	return clock.Sleep(ctx, a.w.clock, d)
+}
 
 // Requeue returns a job that never started to its source's schedule.
 func (a admission) Requeue(j queue.Job[*entry]) { a.w.requeue(j) }

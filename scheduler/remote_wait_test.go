@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/pacer-dev/pacer/internal/clock"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,7 +64,7 @@ func slowOwner(t *testing.T, st *store.Store, refused <-chan uint64, source stri
 					}
 				}
 			}
-			if !sleep(ctx, RealClock{}, 20*time.Millisecond) {
+			if !clock.Sleep(ctx, clock.Real{}, 20*time.Millisecond) {
 				return
 			}
 		}

@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// Clock is the time a deadline is read on (clock.Clock).
-type Clock = clock.Clock
-
 // Stage is a set of goroutines that stop together: StopBy cancels their
 // context, then waits for them. The zero Stage is ready for Begin.
 type Stage struct {
@@ -44,7 +41,7 @@ func (g *Stage) Spawn(f func()) {
 // StopBy cancels the stage's context and waits for its goroutines until c
 // reaches t; it reports whether every goroutine ended. A stage never begun
 // has none: true.
-func (g *Stage) StopBy(c Clock, t time.Time) bool {
+func (g *Stage) StopBy(c clock.Clock, t time.Time) bool {
 	if g.cancel == nil {
 		return true
 	}
@@ -54,7 +51,7 @@ func (g *Stage) StopBy(c Clock, t time.Time) bool {
 
 // WaitBy waits for wg until c reaches t; it reports whether wg's count
 // reached zero. The goroutine that waits for wg ends with it.
-func WaitBy(c Clock, wg *sync.WaitGroup, t time.Time) bool {
+func WaitBy(c clock.Clock, wg *sync.WaitGroup, t time.Time) bool {
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -65,7 +62,7 @@ func WaitBy(c Clock, wg *sync.WaitGroup, t time.Time) bool {
 
 // AwaitBy waits for done until c reaches t; it reports whether done was
 // closed (done wins a tie with the deadline).
-func AwaitBy(c Clock, done <-chan struct{}, t time.Time) bool {
+func AwaitBy(c clock.Clock, done <-chan struct{}, t time.Time) bool {
 	select {
 	case <-done:
 		return true

@@ -72,7 +72,7 @@ func Unfenced(st Store) Committer {
 type Options struct {
 	Committer Committer
 	Logger    *slog.Logger // nil: discard
-	Clock     Clock        // nil: the wall clock
+	Clock     clock.Clock  // nil: the wall clock; the scheduler passes its own
 	// Keep is the number of records kept per source (history.keep), read
 	// at every submission and commit (a reload changes it).
 	Keep func() int

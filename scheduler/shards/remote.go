@@ -61,20 +61,20 @@ func (r *Room) Waits() Waits {
 // reported as applied before it is.
 func (r *Room) Remote(ctx context.Context, w Waits, action, name, reason string) error {
 	c := &domain.Command{Source: name, Action: action, Reason: reason}
-	if err := r.cst.EnqueueCommand(ctx, c); err != nil {
+	if err := r.opt.Store.EnqueueCommand(ctx, c); err != nil {
 		return fmt.Errorf("%s %s: %w", action, name, err)
 	}
 	start := r.opt.Now()
 	var expireErr error
 	for {
-		got, err := r.cst.GetCommand(ctx, c.ID)
+		got, err := r.opt.Store.GetCommand(ctx, c.ID)
 		now := r.opt.Now()
 		if err == nil {
 			if done, err := r.remoteDone(got); done {
 				return err
 			}
 			if got.Status == domain.CommandPending && now.Sub(start) > w.Apply {
-				ok, err := r.cst.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.Apply))
+				ok, err := r.opt.Store.ExpireCommand(ctx, c.ID, fmt.Sprintf("expired: no owner took it within %v", w.Apply))
 				if err == nil && ok {
 					return fmt.Errorf("%s %s: the source's owner did not take it within %v: it was withdrawn and will not be applied",
 						action, name, w.Apply)

@@ -90,8 +90,6 @@ type Options struct {
 // the fences it took them over with, the store's owners of the others.
 // Safe for concurrent use.
 type Room struct {
-	own Ownership
-	cst ClusterStore
 	opt Options
 	// names is the shard of each configured source (domain.ShardOf with its
 	// limits group), read by the flusher's commits (ShardOf).
@@ -109,21 +107,23 @@ type Room struct {
 
 // New returns the room of o.
 func New(o Options) *Room {
-	return &Room{own: o.Ownership, cst: o.Store, opt: o, taken: map[int]int64{}}
+	return &Room{opt: o, taken: map[int]int64{}}
 }
 
 // Member reports whether the scheduler is a member of a cluster (false
 // for a nil room: a scheduler being set up, before its room is made).
-func (r *Room) Member() bool { return r != nil && r.own != nil }
+func (r *Room) Member() bool { return r != nil && r.opt.Ownership != nil }
 
 // MayStart reports whether a poll of a source of shard may start now:
 // always on a single daemon, else as the member says.
-func (r *Room) MayStart(shard int) bool { return r.own == nil || r.own.MayStart(shard) }
+func (r *Room) MayStart(shard int) bool {
+	return r.opt.Ownership == nil || r.opt.Ownership.MayStart(shard)
+}
 
 // Polls reports whether the sources of shard are this scheduler's to poll
 // (in its heap): always on a single daemon.
 func (r *Room) Polls(shard int) bool {
-	if r.own == nil {
+	if r.opt.Ownership == nil {
 		return true
 	}
 	r.mu.Lock()
@@ -140,17 +140,17 @@ func (r *Room) Count() int {
 
 // Ready is nil on a single daemon, else the member's readiness.
 func (r *Room) Ready() error {
-	if r.own == nil {
+	if r.opt.Ownership == nil {
 		return nil
 	}
-	return r.own.Ready()
+	return r.opt.Ownership.Ready()
 }
 
 // Claims asks the member, for each shard, whether it may start polls of
 // it now (the input of Sync; the scheduler asks without its lock).
 func (r *Room) Claims() (may [domain.Shards]bool) {
 	for sh := range may {
-		may[sh] = r.own.MayStart(sh)
+		may[sh] = r.opt.Ownership.MayStart(sh)
 	}
 	return may
 }
@@ -208,10 +208,10 @@ func (r *Room) loseLocked(shard int) bool {
 // The scheduler calls it with its lock held, its sources' stored states
 // read since Sync, and moves their entries into its heap.
 func (r *Room) TakeOver(gained []int, drained func(shard int) bool) []int {
-	fences := r.own.Fence(r.ShardOf).Fences
+	fences := r.opt.Ownership.Fence(r.ShardOf).Fences
 	var took []int
 	for _, sh := range gained {
-		if _, held := fences[sh]; !held || r.Polls(sh) || !r.own.MayStart(sh) || !drained(sh) {
+		if _, held := fences[sh]; !held || !r.opt.Ownership.MayStart(sh) || !drained(sh) {
 			continue
 		}
 		took = append(took, sh)
@@ -239,7 +239,7 @@ func (r *Room) TakeOver(gained []int, drained func(shard int) bool) []int {
 // committed or refused). A shard never taken over has the member's
 // current fence. Called by the flusher, outside the scheduler's lock.
 func (r *Room) Fence() domain.Fence {
-	f := r.own.Fence(r.ShardOf)
+	f := r.opt.Ownership.Fence(r.ShardOf)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for sh, fe := range r.taken {
@@ -254,7 +254,7 @@ func (r *Room) Fence() domain.Fence {
 // commits nothing and returns an error: the flusher keeps the rows and
 // retries (rule 8.7).
 func (r *Room) Commit(ctx context.Context, b domain.Batch, keep int) ([]string, error) {
-	if err := r.own.Renewed(); err != nil {
+	if err := r.opt.Ownership.Renewed(); err != nil {
 		// Which claims still hold is known again after the next round:
 		// a commit now could be refused for a claim that lapsed while
 		// the database was away and that comes back with its fence.
@@ -262,12 +262,12 @@ func (r *Room) Commit(ctx context.Context, b domain.Batch, keep int) ([]string, 
 	}
 	ctx, cancel := r.Bound(ctx)
 	defer cancel()
-	return r.cst.CommitFenced(ctx, r.Fence(), b, keep)
+	return r.opt.Store.CommitFenced(ctx, r.Fence(), b, keep)
 }
 
 // Bound is ctx within the member's statement bound.
 func (r *Room) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.own.StatementTimeout())
+	return context.WithTimeout(ctx, r.opt.Ownership.StatementTimeout())
 }
 
 // Index sets the shard of each configured source (after the scheduler's
@@ -292,7 +292,7 @@ func (r *Room) ShardOf(name string) int {
 // read every second, may still name the member before this one); else the
 // store's, nil when none.
 func (r *Room) Owner(shard int, writing bool) *string {
-	if r.own == nil {
+	if r.opt.Ownership == nil {
 		return nil
 	}
 	r.mu.Lock()
@@ -300,7 +300,7 @@ func (r *Room) Owner(shard int, writing bool) *string {
 	name, known := r.owners[shard]
 	r.mu.Unlock()
 	if polled || writing {
-		name := r.own.Name()
+		name := r.opt.Ownership.Name()
 		return &name
 	}
 	if known {
@@ -314,7 +314,7 @@ func (r *Room) Owner(shard int, writing bool) *string {
 func (r *Room) ReadOwners(ctx context.Context) {
 	ctx, cancel := r.Bound(ctx)
 	defer cancel()
-	owners, err := r.cst.ShardOwners(ctx)
+	owners, err := r.opt.Store.ShardOwners(ctx)
 	if err != nil {
 		return
 	}
@@ -325,7 +325,7 @@ func (r *Room) ReadOwners(ctx context.Context) {
 
 // ReadStates reads the stored states of names, by name.
 func (r *Room) ReadStates(ctx context.Context, names []string) (map[string]domain.SourceState, error) {
-	states, err := r.cst.LoadStatesOf(ctx, names)
+	states, err := r.opt.Store.LoadStatesOf(ctx, names)
 	if err != nil {
 		return nil, err
 	}
