@@ -101,6 +101,9 @@ type fpDoc[S, M any] struct {
 	Auth   string `json:"auth,omitempty"`
 	// Deliver is the deliver block's digest, written only when set.
 	Deliver string `json:"deliver,omitempty"`
+	// DependsOn and RespectCache (contract section 13) only when set.
+	DependsOn    []S  `json:"depends_on,omitempty"`
+	RespectCache bool `json:"respect_cache,omitempty"`
 }
 
 // newFPDoc returns the canonical document of s, its strings, lists of
@@ -116,6 +119,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		Conditional: onlyFalse(s.Conditional), ErrorReprobe: int64(s.ErrorReprobe),
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
 		Client: s.Client.Key(), Auth: s.Auth.digest(), Deliver: s.Deliver.digest(),
+		DependsOn: emptyList(list(s.DependsOn)), RespectCache: s.RespectCache,
 	}
 }
 

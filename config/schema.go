@@ -68,6 +68,8 @@ func (l *loader) config(root *yaml.Node) *Config {
 		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
 	}
 	l.readSourceFiles(cfg, base, groups)
+	l.checkDependencies(cfg)
+	l.checkHosts(cfg)
 	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
 	return cfg
 }
@@ -132,6 +134,8 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 		sections.defaults = p.val
 	case "limits":
 		sections.limits = p.val
+	case "hosts":
+		l.hosts(p.val, &cfg.Hosts)
 	case "sources":
 		sections.sources = p.val
 	default:

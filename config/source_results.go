@@ -10,6 +10,7 @@ const MinErrorReprobe = time.Second
 // on top.
 type resultSpec struct {
 	conditional *bool         // conditional, nil if not set
+	respect     bool          // respect_cache (contract 13.6)
 	reprobe     time.Duration // error_reprobe, 0 = off
 	own         path          // the first http-only result key a source sets itself
 	hasOwn      bool
@@ -23,6 +24,13 @@ func (l *blockReader) resultKey(r *resultSpec, p pair, kp path) bool {
 	case "conditional":
 		if v, ok := l.boolean(p.val, kp); ok {
 			r.conditional = &v
+		}
+		if kp.src != 0 && !r.hasOwn {
+			r.own, r.hasOwn = kp, true
+		}
+	case "respect_cache":
+		if v, ok := l.boolean(p.val, kp); ok {
+			r.respect = v
 		}
 		if kp.src != 0 && !r.hasOwn {
 			r.own, r.hasOwn = kp, true
@@ -50,6 +58,7 @@ func (l *blockReader) finishResults(s *Source, r *resultSpec) {
 	switch s.Type {
 	case "http":
 		s.Conditional = r.conditional
+		s.RespectCache = r.respect
 	case "exec":
 		if r.hasOwn {
 			l.addf(r.own, "not allowed for type exec")

@@ -164,6 +164,8 @@ func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map
 		case p.key == "name" || p.key == "type":
 		case p.key == "limit":
 			l.limit(&s, p.val, kp, groups)
+		case p.key == "depends_on":
+			s.DependsOn = l.dependsOn(p.val, kp)
 		case isHTTPKey(p.key) || isExecKey(p.key):
 			l.typedKey(&s, p, kp)
 		case !l.common(&b, p, prefix):
@@ -173,6 +175,9 @@ func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map
 	l.requireTypeKeys(&s, ps, prefix)
 	l.finishClient(&s, &b.client, prefix)
 	l.finishResults(&s, &b.results)
+	if s.Type == "http" {
+		s.Host, _ = HostOf(s.URL)
+	}
 	l.finishDeliver(&s, &b.deliver)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter

@@ -30,6 +30,8 @@ type Config struct {
 	Notify *Notify
 	// Limits maps a group name to its limits.
 	Limits map[string]Limit
+	// Hosts is the hosts section (contract section 13).
+	Hosts Hosts
 	// Sources are the sources in the order of the file(s). They are never
 	// written once loaded: a Load with Options.Previous shares the
 	// previous config's pointer for every source it reuses, so that a
@@ -117,6 +119,8 @@ type Source struct {
 	// (contract 10.4); 0 leaves it silent until reset.
 	ErrorReprobe time.Duration
 	Limit        string // "" or a key of Config.Limits
+	// DependsOn names the sources this one waits for (contract 13.4).
+	DependsOn []string
 
 	// http
 	URL          string
@@ -129,6 +133,12 @@ type Source struct {
 	// (at most 10, never to the admin listener); nil means true. Other
 	// methods never follow one: the 3xx is the poll's answer.
 	FollowRedirects *bool
+	// Host is the host group of an http source (contract 13.1), "" for
+	// exec sources.
+	Host string
+	// RespectCache defers the next poll by Cache-Control max-age or
+	// Expires (contract 13.6).
+	RespectCache bool
 	// Conditional says whether a GET sends If-None-Match and
 	// If-Modified-Since from the last delivered 200 (contract 9.1); nil
 	// means true.
