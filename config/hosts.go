@@ -3,10 +3,10 @@ package config
 import (
 	"fmt"
 	"maps"
-	"slices"
-	"strconv"
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
