@@ -80,3 +80,10 @@ func (q *FIFO[T]) Each(fn func(ahead int, t T)) {
 		fn(i, t)
 	}
 }
+
+// Len is the number of items queued.
+func (q *FIFO[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}

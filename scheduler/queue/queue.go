@@ -36,6 +36,11 @@ type Job[V any] struct {
 	Trigger  bool      // an operator's trigger, not a tick
 	Route    Route[V]  // the groups it passes before the global queue
 	Claim    uint64    // its claim's token once a worker claimed it (Queue.Claim)
+	// HostWaited says that it waited for its host group's concurrency cap
+	// (a signal of the learned limit, contract 13.5), and HostInflight is
+	// how many of the host's places were held with its own.
+	HostWaited   bool
+	HostInflight int
 
 	permits Permits
 	stage   Kind // the next kind of group of its route to pass
@@ -67,6 +72,7 @@ type Queue[V comparable] struct {
 	ready   *FIFO[Job[V]]
 	wake    chan struct{}
 	groups  map[string]*Group[V] // the `limit` groups by name; owner's lock
+	hosts   map[string]*Group[V] // the host groups by host; owner's lock
 	claimed []claim[V]           // the claimed polls (claimed.go); owner's lock
 	claims  uint64               // the last claim token; owner's lock
 	workers []context.CancelFunc // one per worker goroutine; owner's lock
@@ -75,7 +81,7 @@ type Queue[V comparable] struct {
 // New returns an empty queue of owner o.
 func New[V comparable](o Owner[V]) *Queue[V] {
 	return &Queue[V]{owner: o, ready: NewFIFO[Job[V]](), wake: make(chan struct{}, 1),
-		groups: map[string]*Group[V]{}}
+		groups: map[string]*Group[V]{}, hosts: map[string]*Group[V]{}}
 }
 
 // Wake is signalled (capacity 1) when a source became due first.
@@ -126,7 +132,7 @@ func (q *Queue[V]) forward(j Job[V], now time.Time) {
 	for ; j.stage < kinds; j.stage++ {
 		if g := j.Route[j.stage]; g != nil {
 			j.stage++
-			g.q.Push(j)
+			q.push(g, j)
 			return
 		}
 	}
