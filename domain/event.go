@@ -12,9 +12,13 @@ type Event struct {
 	Seq int64
 	// ID is unique per event (32 hex digits; NewEventID), for receivers
 	// to drop duplicates. A commit sets one when empty.
-	ID                  string
-	Source              string
-	Event               string // error | open | recovered
+	ID     string
+	Source string // "" for a host event
+	Event  string // error | open | recovered | host_open | host_recovered
+	// Host and Sources are a host event's host and its number of sources
+	// (contract 13.7); "" and 0 for a source's event.
+	Host                string
+	Sources             int
 	State               string
 	PreviousState       string
 	Reason              string
@@ -28,6 +32,19 @@ type Event struct {
 	ClaimedBy  string
 	ClaimUntil time.Time
 }
+
+// Key is what orders the event among others: its source's name, or for a
+// host event "host " and its host (a space never occurs in a source's
+// name, so the two never meet). Events of one key go out in order.
+func (e *Event) Key() string {
+	if e.Host != "" {
+		return HostEventPrefix + e.Host
+	}
+	return e.Source
+}
+
+// HostEventPrefix starts the key (Key) of a host event.
+const HostEventPrefix = "host "
 
 // NewEventID returns a random 128-bit id in hex.
 func NewEventID() string {

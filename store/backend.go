@@ -24,6 +24,7 @@ type Backend interface {
 	Commands
 	Outbox
 	Cluster
+	Hosts
 	// Writable checks that the store answers and accepts a write now.
 	Writable(ctx context.Context) error
 	// Close closes the database.
@@ -38,6 +39,12 @@ type States interface {
 	Histories(ctx context.Context, names []string, n int) (map[string][]domain.PollRecord, error)
 	SaveBatch(ctx context.Context, states []domain.SourceState, records []domain.PollRecord, keep int) error
 	Commit(ctx context.Context, b domain.Batch, keep int) error
+}
+
+// Hosts is the stored state of the host groups (contract section 13).
+type Hosts interface {
+	SaveHosts(ctx context.Context, hs []domain.HostState) error
+	LoadHosts(ctx context.Context) ([]domain.HostState, error)
 }
 
 // Commands is the queue of the CLI's commands to a running daemon.

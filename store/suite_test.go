@@ -77,6 +77,8 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("EventClaimersExclusive", func(t *testing.T) { testEventClaimersExclusive(t, b.newDSN(t)) })
 	t.Run("EventTrim", func(t *testing.T) { testEventTrim(t, open(t)) })
 	t.Run("EventRetryNow", func(t *testing.T) { testEventRetryNow(t, open(t)) })
+	t.Run("HostStates", func(t *testing.T) { testHostStates(t, b.newDSN(t)) })
+	t.Run("HostEvents", func(t *testing.T) { testHostEvents(t, open(t)) })
 	t.Run("IncidentColumnAdded", func(t *testing.T) { testIncidentColumnAdded(t, b.newDSN(t)) })
 	t.Run("SchemaVersionRefused", func(t *testing.T) { testSchemaVersionRefused(t, b.newDSN(t), b.shown) })
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/domain"
@@ -53,7 +54,7 @@ func prepareEvents(in []domain.Event) ([]domain.Event, error) {
 	}
 	out := make([]domain.Event, len(in))
 	for i, ev := range in {
-		if ev.Source == "" || ev.Event == "" {
+		if ev.Key() == "" || ev.Event == "" {
 			return nil, fmt.Errorf("event #%d has no source or no event name", i)
 		}
 		if ev.ID == "" {
@@ -72,8 +73,15 @@ func insertEvents(ctx context.Context, tx *sql.Tx, d Dialect, events []domain.Ev
 	q := insertSQL(tableEvents, eventColumns, 1, d.Bind)
 	for i := range events {
 		ev := &events[i]
-		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Source, ev.Event, ev.State, ev.PreviousState, ev.Reason,
-			ev.ConsecutiveFailures, micros(ev.At), ev.Attempts, zeroMicros(ev.NextAttemptAt), ev.ClaimedBy,
+		// A host event is kept in the columns of a source's: its key in
+		// source (which orders the outbox), its number of sources in
+		// consecutive_failures (scanEvent reads them back).
+		count := ev.ConsecutiveFailures
+		if ev.Host != "" {
+			count = ev.Sources
+		}
+		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Key(), ev.Event, ev.State, ev.PreviousState, ev.Reason,
+			count, micros(ev.At), ev.Attempts, zeroMicros(ev.NextAttemptAt), ev.ClaimedBy,
 			zeroMicros(ev.ClaimUntil)); err != nil {
 			return fmt.Errorf("insert event of %q: %w", ev.Source, err)
 		}
@@ -134,6 +142,7 @@ func (s *Core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.E
 			return nil, fmt.Errorf("store: claim events: %w", err)
 		}
 		ev.At, ev.NextAttemptAt, ev.ClaimUntil = fromMicros(at), fromZeroMicros(next), fromZeroMicros(claim)
+		hostEvent(&ev)
 		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {
@@ -141,6 +150,15 @@ func (s *Core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.E
 	}
 	sortEvents(out)
 	return out, nil
+}
+
+// hostEvent turns an event read whose source is a host event's key
+// (domain.Event.Key) back into a host event.
+func hostEvent(ev *domain.Event) {
+	if h, ok := strings.CutPrefix(ev.Source, domain.HostEventPrefix); ok {
+		ev.Host, ev.Source = h, ""
+		ev.Sources, ev.ConsecutiveFailures = ev.ConsecutiveFailures, 0
+	}
 }
 
 // sortEvents orders events by Seq (RETURNING gives no order).
@@ -247,6 +265,7 @@ func scanDeleted(rows *sql.Rows) ([]domain.Event, error) {
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.Attempts); err != nil {
 			return nil, err
 		}
+		hostEvent(&ev)
 		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {

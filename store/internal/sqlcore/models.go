@@ -133,7 +133,7 @@ type Model struct {
 
 // Models is every table the store owns, in creation order.
 func Models() []Model {
-	return []Model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&commandModel{}, false}, {&metaRow{}, false}, {&eventModel{}, false}}
+	return []Model{{&stateModel{}, true}, {&tailModel{}, true}, {&blockModel{}, true}, {&commandModel{}, false}, {&metaRow{}, false}, {&eventModel{}, false}, {&hostModel{}, false}}
 }
 
 // CreateTables creates, within tx, the tables of models that do not exist.
