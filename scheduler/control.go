@@ -48,7 +48,9 @@ func (op *control) source(name string) (view.SourceObject, error) {
 	if err != nil {
 		return view.SourceObject{}, err
 	}
-	o := view.View(e.src, &e.st, op.now(), op.redact.Redact)
+	now := op.now()
+	o := view.View(e.src, &e.st, now, op.redact.Redact)
+	o.State = op.shownState(e, now)
 	o.Owner = op.cl.owner(e)
 	return o, nil
 }
@@ -92,7 +94,11 @@ func (op *control) triggerHere(name string) error {
 	case e.slot.Busy():
 		return nil
 	}
-	op.wk.dispatch(e, op.now(), time.Time{})
+	now := op.now()
+	if b := op.gate(e, now, false); b.blocking() {
+		return fmt.Errorf("%w: source %q is blocked: %s", ErrConflict, name, b.reason)
+	}
+	op.wk.dispatch(e, now, time.Time{})
 	return nil
 }
 

@@ -41,6 +41,10 @@ func (w *workers) loop(ctx context.Context) {
 				w.q.Due.Remove(&e.slot)
 				continue
 			}
+			if b := w.gate(e, now, false); b.blocking() {
+				w.setBlock(e, b, now)
+				continue
+			}
 			w.dispatch(e, now, time.Unix(0, at))
 		}
 		if len(w.flapping) > 0 && !now.Before(w.flapSweepAt) {

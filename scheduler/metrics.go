@@ -39,7 +39,13 @@ type metrics struct {
 	// failure, resolved once.
 	deliveries                  *prometheus.CounterVec
 	delivered, deliveryFailures prometheus.Counter
+	// blockedPolls counts due polls not started because of their host or
+	// a dependency (contract 13.7), by reason.
+	blockedPolls *prometheus.CounterVec
 }
+
+// blocked counts one poll blocked for reason (blockHost, blockDependency).
+func (m *metrics) blocked(reason string) { m.blockedPolls.WithLabelValues(reason).Inc() }
 
 // sourceCounts returns the number of sources per state and, with perSource,
 // the consecutive failures of each source that has any (board.stateCounts).
@@ -80,11 +86,16 @@ func newMetrics(reg prometheus.Registerer, counts sourceCounts) (*metrics, error
 		Name: "pacer_deliveries_total", Help: "Deliveries of results to a source's deliver targets by policy.Outcome: success (every target took it) or failure (the poll failed with deliver: ...)."},
 		[]string{"outcome"})
 	m.delivered, m.deliveryFailures = m.deliveries.WithLabelValues("success"), m.deliveries.WithLabelValues("failure")
+	m.blockedPolls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pacer_blocked_polls_total", Help: "Due polls not started because their host was open or throttled (host) or a source they depend on was failing (dependency)."},
+		[]string{"reason"})
+	m.blockedPolls.WithLabelValues(blockHost)
+	m.blockedPolls.WithLabelValues(blockDependency)
 	m.pollsBy = make(map[string]prometheus.Counter, 7)
 	for _, o := range []string{domain.OutcomeSuccess, domain.OutcomeFailure, domain.OutcomeThrottled, countRejected, countSkipped, domain.OutcomeInterrupted, countLocal} {
 		m.pollsBy[o] = m.polls.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results, m.deliveries}
+	cs := []prometheus.Collector{m.inflight, m.limit, m.semaphoreWait, m.polls, m.duration, m.lag, m.storeErrors, m.storeCommit, m.results, m.deliveries, m.blockedPolls}
 	if counts != nil {
 		cs = append(cs, newSourcesCollector(counts))
 	}
@@ -175,7 +186,7 @@ func (b *board) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
 		if e.removed {
 			continue
 		}
-		byState[stateIndex(policy.StateOf(&e.st, now))]++
+		byState[stateIndex(b.shownState(e, now))]++
 		if perSource && e.st.ConsecutiveFailures > 0 {
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}

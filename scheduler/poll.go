@@ -102,7 +102,16 @@ func (w *workers) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poll
 		w.loseShard(e.shard)
 		return pollResult{}, nil, 0, false
 	}
-	j.Claim = w.q.Claim(&e.slot, j.Gen, w.clock.Now())
+	now := w.clock.Now()
+	if b := w.gate(e, now, true); b.blocking() {
+		// Its host closed or a dependency failed while it waited: back to
+		// its next tick (a trigger too: it is refused, not retried).
+		w.noteBlock(e, b, now)
+		j.Trigger = false
+		return pollResult{}, nil, 0, false
+	}
+	w.clearBlock(e)
+	j.Claim = w.q.Claim(&e.slot, j.Gen, now)
 	return pollResult{src: e.src, brk: e.brk, redact: w.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
 

@@ -193,6 +193,9 @@ type table struct {
 	clk     clocks
 	started bool
 	stopped bool
+	// blocks are the sources not polled at their last due time because of
+	// their host or a dependency (blocks.go); nil until the first.
+	blocks map[*entry]block
 }
 
 // entry is one source's runtime: its settings, poller, breaker and state.

@@ -18,15 +18,18 @@ const (
 	StateHalfOpen  = "half-open"
 	StateError     = "error"
 	StatePaused    = "paused"
+	// StateBlocked is shown, never stored: a source not polled because
+	// its host is open or throttled or a dependency fails (contract 13).
+	StateBlocked = "blocked"
 )
 
 // NumStates is the number of states, the length of States.
-const NumStates = 8
+const NumStates = 9
 
 // States lists every state, in the order of status, for metrics that
 // report each one. It returns a fresh array: nothing can change the list.
 func States() [NumStates]string {
-	return [...]string{StatePending, StateOK, StateBackoff, StateThrottled, StateOpen, StateHalfOpen, StateError, StatePaused}
+	return [...]string{StatePending, StateOK, StateBackoff, StateThrottled, StateOpen, StateHalfOpen, StateError, StatePaused, StateBlocked}
 }
 
 // StateOf derives the displayed state of a source from its stored state at now.

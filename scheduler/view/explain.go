@@ -24,6 +24,9 @@ type QueueInfo struct {
 	Queue string
 	// Ahead is the number of jobs ahead of it in Queue.
 	Ahead int
+	// Blocked is why it was not polled at its last due time (its host or
+	// a dependency, contract section 13), or "".
+	Blocked string
 }
 
 // QueueGlobal names the global queue (waiting for one of the `concurrency`
@@ -54,6 +57,9 @@ func Explain(src *config.Source, st *domain.SourceState, now time.Time, q QueueI
 	next := "due now"
 	if st.NextRunAt != nil && st.NextRunAt.After(now) {
 		next = "in " + Relative(st.NextRunAt.Sub(now))
+	}
+	if q.Blocked != "" {
+		return "blocked: " + q.Blocked + "; looked at again " + next
 	}
 	if st.LastOutcome == domain.OutcomeThrottled {
 		return "throttled: next attempt " + next

@@ -42,6 +42,9 @@ type SourceObject struct {
 	// Owner is the cluster member that polls the source (rule 8.6); nil
 	// when none does or on a single daemon.
 	Owner *string `json:"owner"`
+	// Host is the host group of an http source (contract 13.7); nil for
+	// exec sources.
+	Host *string `json:"host"`
 }
 
 // View builds the source object of src from its state at now. redact masks
@@ -73,6 +76,10 @@ func View(src *config.Source, st *domain.SourceState, now time.Time, redact func
 	}
 	if o.State == policy.StatePaused || o.State == policy.StateError && src.ErrorReprobe <= 0 {
 		o.NextRunAt = nil // a re-probed source in error shows its re-probe
+	}
+	if src.Host != "" {
+		h := src.Host
+		o.Host = &h
 	}
 	if o.Breaker == "" {
 		o.Breaker = breaker.Closed

@@ -1,0 +1,130 @@
+package scheduler
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pacer-dev/pacer/scheduler/policy"
+)
+
+// Blocks (contract section 13): a source due while its host is open or
+// throttled, or while a source on its dependency path fails, is not
+// polled. It is "blocked" with the reason, counts nothing, and is looked
+// at again at its next tick. A block lives in memory only (the table's
+// blocks map, guarded by mu): it is a fact about now, computed again at
+// every due time, so a restart loses nothing by forgetting it.
+
+// Kinds of block, the reason label of pacer_blocked_polls_total.
+const (
+	blockHost       = "host"
+	blockDependency = "dependency"
+)
+
+// block is why a due source was not polled.
+type block struct {
+	kind   string    // blockHost or blockDependency
+	reason string    // the why sentence ("host api.x throttled until 10:42:03")
+	until  time.Time // when it ends, if known (zero: at the next look)
+}
+
+// blocking is a verdict on a poll about to be dispatched or started.
+func (b block) blocking() bool { return b.kind != "" }
+
+// failingStates are the states of a dependency that block its dependents
+// (rule 13.4).
+func failingState(s string) bool {
+	switch s {
+	case policy.StateBackoff, policy.StateOpen, policy.StateHalfOpen, policy.StateError:
+		return true
+	}
+	return false
+}
+
+// dependencyBlock is the block of e by the first failing source on its
+// dependency path (what it depends on, and what those depend on), or the
+// zero block. A dependency blocked by its host blocks e too. mu held.
+func (t *table) dependencyBlock(e *entry, now time.Time) block {
+	if len(e.src.DependsOn) == 0 {
+		return block{}
+	}
+	seen := map[string]bool{e.name: true}
+	stack := append([]string(nil), e.src.DependsOn...)
+	for len(stack) > 0 {
+		name := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		d := t.entries[name]
+		if d == nil || d.removed {
+			continue
+		}
+		if st := policy.StateOf(&d.st, now); failingState(st) {
+			return block{kind: blockDependency, reason: fmt.Sprintf("dependency %s is %s", name, st)}
+		}
+		if b, ok := t.blocks[d]; ok && b.kind == blockHost {
+			return block{kind: blockDependency, reason: fmt.Sprintf("dependency %s is blocked: %s", name, b.reason)}
+		}
+		stack = append(stack, d.src.DependsOn...)
+	}
+	return block{}
+}
+
+// setBlock records that e, idle, was not polled at now because of b
+// (noteBlock) and puts it back in the due heap at its next tick. mu held.
+func (t *table) setBlock(e *entry, b block, now time.Time) {
+	t.noteBlock(e, b, now)
+	t.reschedule(e, now)
+}
+
+// noteBlock records that e was not polled at now because of b: it counts
+// in pacer_blocked_polls_total, its next run is its next tick, and a log
+// line says so when the reason changed. mu held.
+func (t *table) noteBlock(e *entry, b block, now time.Time) {
+	if t.blocks == nil {
+		t.blocks = map[*entry]block{}
+	}
+	prev, had := t.blocks[e]
+	t.blocks[e] = b
+	t.m.blocked(b.kind)
+	if !had || prev.reason != b.reason {
+		t.logLocked(slog.LevelInfo, "source blocked", "source", e.name, "reason", b.reason)
+	}
+	e.st.NextRunAt = policy.UTCPtr(policy.Tick(now, e.timing))
+}
+
+// gate is the block of e at now, or the zero block: a failing dependency
+// (dependencyBlock), then its host (hostBlock; start says the poll is
+// about to start, which the host room counts). mu held.
+func (t *table) gate(e *entry, now time.Time, start bool) block {
+	if b := t.dependencyBlock(e, now); b.blocking() {
+		return b
+	}
+	return t.hostBlock(e, now, start)
+}
+
+// clearBlock forgets e's block once it starts a poll (or leaves). mu held.
+func (t *table) clearBlock(e *entry) {
+	if _, ok := t.blocks[e]; ok {
+		delete(t.blocks, e)
+		t.logLocked(slog.LevelInfo, "source unblocked", "source", e.name)
+	}
+}
+
+// shownState is e's state as shown: blocked while a block holds it and
+// its own state would poll it, else its own. mu held.
+func (t *table) shownState(e *entry, now time.Time) string {
+	s := policy.StateOf(&e.st, now)
+	if _, ok := t.blocks[e]; ok && s != policy.StatePaused && s != policy.StateError {
+		return policy.StateBlocked
+	}
+	return s
+}
+
+// hostBlock is the block of e by its host (contract 13.2, 13.3), or the
+// zero block.
+func (t *table) hostBlock(e *entry, now time.Time, start bool) block {
+	return block{}
+}
