@@ -197,8 +197,9 @@ func (l *learned) grow(s Settings, now time.Time, st *starts) bool {
 
 // starts counts a host's admitted starts per second over the last 10 s.
 type starts struct {
-	sec int64 // the Unix second of the newest slot
-	n   [10]uint16
+	sec   int64 // the Unix second of the newest slot
+	first int64 // the Unix second of the first start counted (0 = none)
+	n     [10]uint16
 }
 
 // advance moves the window to now's second.
@@ -223,17 +224,26 @@ func slot(sec int64) int { return int((sec%10 + 10) % 10) }
 // add counts a start at now (an older time counts in the newest second).
 func (s *starts) add(now time.Time) {
 	s.advance(now)
+	if s.first == 0 {
+		s.first = s.sec
+	}
 	if i := slot(s.sec); s.n[i] < math.MaxUint16 {
 		s.n[i]++
 	}
 }
 
-// rate is the starts per second seen over the 10 s up to now.
+// rate is the starts per second seen over the 10 s up to now, or over
+// the seconds since the first start when that is shorter (a host that has
+// just started is not diluted by ten seconds it did not live).
 func (s *starts) rate(now time.Time) float64 {
 	s.advance(now)
 	sum := 0
 	for _, n := range s.n {
 		sum += int(n)
 	}
-	return float64(sum) / rateWindow.Seconds()
+	span := min(max(s.sec-s.first+1, 1), int64(len(s.n)))
+	if s.first == 0 {
+		span = int64(len(s.n))
+	}
+	return float64(sum) / float64(span)
 }
