@@ -24,7 +24,9 @@ func fail(src string) Outcome {
 	return Outcome{Source: src, ConnFailure: true, Latency: time.Millisecond, Detail: "connection refused"}
 }
 
-func ok(src string) Outcome { return Outcome{Source: src, Success: true, Latency: 10 * time.Millisecond, Inflight: 1} }
+func ok(src string) Outcome {
+	return Outcome{Source: src, Success: true, Latency: 10 * time.Millisecond, Inflight: 1}
+}
 
 func TestBreakerTransitions(t *testing.T) {
 	tb := table(Settings{Breaker: brk}, 3)
