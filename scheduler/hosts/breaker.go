@@ -20,8 +20,8 @@ type breaker struct {
 	until       time.Time // open until (then half-open)
 	reason      string    // why it opened: "connection refused from 3 sources"
 	fails       []failure // recent connection-level failures while closed, oldest first
-	probing     bool      // half-open with the probe in flight
-	probeSource string    // the source probing
+	probeSource string    // the source probing ("" = none)
+	probeUntil  time.Time // the probe's lease: past it, the probe is taken as lost
 	lastProbe   string    // the previous probe's source, for rotation
 	stamp       time.Time // when state or until last changed (Restore: newer wins)
 }
@@ -30,6 +30,17 @@ type breaker struct {
 type failure struct {
 	source string
 	at     time.Time
+}
+
+// probeLease is how long a probe blocks its siblings at most: the
+// cooldown, at least 2 minutes (longer than a poll's usual timeout). A
+// probe whose verdict never came (its member crashed) is lost after it,
+// and another source probes.
+func probeLease(p BreakerPolicy) time.Duration { return max(p.Cooldown, 2*time.Minute) }
+
+// probing reports whether a probe is in flight at now.
+func (b *breaker) probing(now time.Time) bool {
+	return b.probeSource != "" && now.Before(b.probeUntil)
 }
 
 // halfOpen reports whether the breaker is open with its cooldown over.
@@ -46,7 +57,8 @@ func (b *breaker) admit(h *host, source string, now time.Time) Gate {
 	if source == b.lastProbe && h.sources > 1 && now.Before(b.until.Add(h.set.Breaker.Cooldown)) {
 		return Gate{Blocked: true, Reason: "host " + h.name + " half-open: another of its sources probes it"}
 	}
-	b.probing, b.probeSource, b.lastProbe = true, source, source
+	b.probeSource, b.lastProbe = source, source
+	b.probeUntil, b.stamp = now.Add(probeLease(h.set.Breaker)), now
 	return Gate{Probe: true}
 }
 
@@ -55,8 +67,9 @@ func (b *breaker) peek(h *host, now time.Time) Gate {
 	if !b.halfOpen(now) {
 		return Gate{}
 	}
-	if b.probing {
-		return Gate{Blocked: true, Reason: "host " + h.name + " half-open: source " + b.probeSource + " probes it"}
+	if b.probing(now) {
+		return Gate{Blocked: true, Until: b.probeUntil,
+			Reason: "host " + h.name + " half-open: source " + b.probeSource + " probes it"}
 	}
 	return Gate{Probe: true}
 }
@@ -69,10 +82,10 @@ func (b *breaker) finish(h *host, o Outcome, now time.Time) ([]Event, bool) {
 		return nil, false
 	}
 	if b.state == stateOpen {
-		if !b.probing || o.Source != b.probeSource {
+		if b.probeSource == "" || o.Source != b.probeSource {
 			return nil, false // in flight when it opened: no verdict
 		}
-		b.probing, b.probeSource = false, ""
+		b.probeSource, b.probeUntil = "", time.Time{}
 		b.stamp = now
 		if o.ConnFailure { // open again, no new host_open
 			b.until = now.Add(pol.Cooldown)

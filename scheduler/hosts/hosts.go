@@ -256,10 +256,11 @@ func (t *Table) Finish(host string, o Outcome, now time.Time) []Event {
 func (t *Table) Abandon(host, source string, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h := t.hosts[host]; h != nil && h.brk.probing && h.brk.probeSource == source {
-		h.brk.probing = false
-		h.brk.probeSource = ""
+	if h := t.hosts[host]; h != nil && h.brk.probeSource != "" && h.brk.probeSource == source {
+		h.brk.probeSource, h.brk.probeUntil = "", time.Time{}
 		h.brk.lastProbe = "" // it gave no verdict: it may probe again
+		h.brk.stamp = now
+		t.markDirty(h)
 	}
 }
 

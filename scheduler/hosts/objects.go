@@ -98,7 +98,7 @@ func (h *host) state(now time.Time) (string, *time.Time, string) {
 			why += " (" + h.throttle.detail + ")"
 		}
 		return StateThrottled, &u, why
-	case h.brk.halfOpen(now) && h.brk.probing:
+	case h.brk.halfOpen(now) && h.brk.probing(now):
 		return StateHalfOpen, nil, "half-open: source " + h.brk.probeSource + " probes it (" + h.brk.reason + ")"
 	case h.brk.halfOpen(now):
 		return StateHalfOpen, nil, "half-open: the next poll of one of its sources probes it (" + h.brk.reason + ")"

@@ -22,12 +22,15 @@ type Persisted struct {
 
 	ThrottledUntil time.Time // zero = not throttled
 	ThrottledBy    string    // the source whose answer throttled it
+	ThrottleDetail string    // what said so ("429 Too Many Requests")
 
-	Open       bool      // the breaker is open (half-open once OpenUntil is past)
-	OpenUntil  time.Time // the end of its cooldown
-	OpenReason string    // "connection refused from 3 sources"
-	LastProbe  string    // the previous probe's source (rotation)
-	BreakerAt  time.Time // when the breaker last changed
+	Open        bool      // the breaker is open (half-open once OpenUntil is past)
+	OpenUntil   time.Time // the end of its cooldown
+	OpenReason  string    // "connection refused from 3 sources"
+	LastProbe   string    // the previous probe's source (rotation)
+	ProbeSource string    // the source probing now ("" = none)
+	ProbeUntil  time.Time // the probe's lease (a lost probe frees the host after it)
+	BreakerAt   time.Time // when the breaker last changed
 }
 
 // SettingsKey is a fingerprint of s: equal for equal settings, different
@@ -66,9 +69,10 @@ func (h *host) persisted() Persisted {
 		Host: h.name, SettingsKey: h.key,
 		LearnedConcurrency: h.learn.conc, LearnedRate: h.learn.rate,
 		Baseline: time.Duration(h.lat.baseline) * time.Microsecond, LearnedAt: h.learn.stamp,
-		ThrottledUntil: h.throttle.until, ThrottledBy: h.throttle.source,
+		ThrottledUntil: h.throttle.until, ThrottledBy: h.throttle.source, ThrottleDetail: h.throttle.detail,
 		Open: h.brk.state == stateOpen, OpenUntil: h.brk.until, OpenReason: h.brk.reason,
-		LastProbe: h.brk.lastProbe, BreakerAt: h.brk.stamp,
+		LastProbe: h.brk.lastProbe, ProbeSource: h.brk.probeSource, ProbeUntil: h.brk.probeUntil,
+		BreakerAt: h.brk.stamp,
 	}
 }
 
@@ -98,12 +102,13 @@ func (t *Table) Restore(ps []Persisted, now time.Time) {
 			h.lat.baseline = float64(p.Baseline.Microseconds())
 		}
 		if p.ThrottledUntil.After(h.throttle.until) {
-			h.throttle = throttle{until: p.ThrottledUntil, source: p.ThrottledBy}
+			h.throttle = throttle{until: p.ThrottledUntil, source: p.ThrottledBy, detail: p.ThrottleDetail}
 		}
 		if p.BreakerAt.After(h.brk.stamp) && h.set.Breaker.Failures > 0 {
 			h.brk = breaker{lastProbe: p.LastProbe, stamp: p.BreakerAt}
 			if p.Open {
 				h.brk.state, h.brk.until, h.brk.reason = stateOpen, p.OpenUntil, p.OpenReason
+				h.brk.probeSource, h.brk.probeUntil = p.ProbeSource, p.ProbeUntil
 			}
 		}
 	}

@@ -115,3 +115,46 @@ func TestRestoreOtherSettings(t *testing.T) {
 		t.Fatalf("a newer stored concurrency lost: %d, want 1", got)
 	}
 }
+
+// TestClusterProbe: two members share a host through the store: a probe
+// admitted on one blocks the other's sources, its verdict reaches the
+// other, and a probe whose member died is lost after its lease.
+func TestClusterProbe(t *testing.T) {
+	s := Settings{Breaker: BreakerPolicy{Sources: 1, Failures: 1, Cooldown: time.Minute}}
+	a, b := table(s, 4), table(s, 4)
+	a.Finish("api.x", fail("a1"), t0)
+	b.Restore(a.Snapshot(), at(time.Second))
+	if g := b.Admit("api.x", "b1", at(2*time.Second)); !g.Blocked || !g.Until.Equal(at(time.Minute)) {
+		t.Fatalf("member b, host open on a: %+v", g)
+	}
+	if g := a.Admit("api.x", "a2", at(61*time.Second)); !g.Probe {
+		t.Fatalf("member a after the cooldown: %+v", g)
+	}
+	b.Restore(a.Snapshot(), at(62*time.Second))
+	if g := b.Admit("api.x", "b1", at(62*time.Second)); !g.Blocked || g.Probe {
+		t.Fatalf("member b while a probes: %+v", g)
+	}
+	if ev := a.Finish("api.x", ok("a2"), at(63*time.Second)); len(ev) != 1 {
+		t.Fatalf("probe verdict: %v", ev)
+	}
+	b.Restore(a.Snapshot(), at(64*time.Second))
+	if g := b.Admit("api.x", "b1", at(64*time.Second)); g.Blocked || g.Probe {
+		t.Fatalf("member b after a's probe closed it: %+v", g)
+	}
+	// A lost probe: a opens again and probes, then dies; b probes after the lease.
+	a.Finish("api.x", fail("a1"), at(100*time.Second))
+	if g := a.Admit("api.x", "a3", at(160*time.Second)); !g.Probe {
+		t.Fatalf("member a, second probe: %+v", g)
+	}
+	b.Restore(a.Snapshot(), at(161*time.Second))
+	lease := at(160*time.Second + probeLease(s.Breaker))
+	if g := b.Admit("api.x", "b1", lease.Add(-time.Second)); !g.Blocked {
+		t.Fatalf("within the lost probe's lease: %+v", g)
+	}
+	if g := b.Admit("api.x", "b1", lease); !g.Probe {
+		t.Fatalf("after the lost probe's lease: %+v", g)
+	}
+	if o, _ := b.Object("api.x", lease); o.State != StateHalfOpen || o.Why == "" {
+		t.Fatalf("object %+v", o)
+	}
+}
