@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -183,5 +184,31 @@ func FuzzCacheUntil(f *testing.F) {
 		h := hdr("Cache-Control", cc, "Age", age, "Expires", expires, "Date", date)
 		until, ok := CacheUntil(h, now0)
 		checkBounds(t, until, ok)
+	})
+}
+
+// FuzzHostOf: nothing panics, and a host group name read back from a URL
+// of the same scheme names the same group.
+func FuzzHostOf(f *testing.F) {
+	for _, s := range []string{"https://API.x/v1", "http://127.0.0.1:8080/", "http://[::1]:80/", "https://[fe80::1%25en0]:8443/",
+		"ftp://x/", "http://:1/", "http://x:99999/", "http://u:p@x:0080/", "\x00", "http://%zz/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		name, ok := HostOf(raw)
+		if !ok {
+			return
+		}
+		scheme := "http"
+		if len(raw) > 0 && (raw[0] == ' ' || raw[0] == '\t') {
+			return // trimmed; the scheme check below reads raw as it is
+		}
+		if len(raw) >= 5 && (raw[4] == 's' || raw[4] == 'S') {
+			scheme = "https"
+		}
+		again, ok2 := HostOf(scheme + "://" + strings.ReplaceAll(name, "%", "%25") + "/") // an IPv6 zone
+		if !ok2 || again != name {
+			t.Fatalf("HostOf(%q) = %q, but HostOf(%s://%s/) = %q, %v", raw, name, scheme, name, again, ok2)
+		}
 	})
 }
