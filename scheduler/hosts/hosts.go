@@ -166,6 +166,10 @@ func (t *Table) markDirty(h *host) {
 // one (unless no other source asked for a whole cooldown). An admitted
 // poll counts a start (for the start rate seen over 10 s). An unknown host
 // is never blocked.
+//
+// Ask it when the poll really starts (once it holds its permits), and Peek
+// while choosing: an admitted probe is in flight until Finish or Abandon
+// (or its lease, see probeLease), and its siblings wait for it.
 func (t *Table) Admit(host, source string, now time.Time) Gate {
 	t.mu.Lock()
 	defer t.mu.Unlock()
