@@ -44,8 +44,11 @@ func ConnectionLevel(err error) bool {
 		return true
 	}
 	// The server accepted and closed before answering: net/http reports
-	// the request's error as io.EOF. A body cut short is ErrUnexpectedEOF.
-	return errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF)
+	// the request's error as io.EOF, or, when the close came before the
+	// request was written, as "server closed idle connection" (no exported
+	// type). A body cut short is ErrUnexpectedEOF.
+	return errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // tlsFailure reports whether err is a failed TLS handshake.
