@@ -123,8 +123,3 @@ func (t *table) shownState(e *entry, now time.Time) string {
 	return s
 }
 
-// hostBlock is the block of e by its host (contract 13.2, 13.3), or the
-// zero block.
-func (t *table) hostBlock(e *entry, now time.Time, start bool) block {
-	return block{}
-}

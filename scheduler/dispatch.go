@@ -87,7 +87,7 @@ func (w *workers) dispatch(e *entry, now, due time.Time) {
 		w.logChange(e, policy.StateOpen, now, "cooldown over; probing")
 	}
 	w.q.Add(queue.Job[*entry]{Source: e, Name: e.name, Gen: e.gen, Due: due, QueuedAt: now, Trigger: trigger,
-		Route: queue.Route[*entry]{queue.KindLimit: e.group}})
+		Route: queue.Route[*entry]{queue.KindLimit: e.group, queue.KindHost: w.hostRoute(e)}})
 }
 
 // admission is the scheduler as the queue's owner (queue.Owner): what a

@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-dev/pacer/domain"
 	staged "github.com/pacer-dev/pacer/internal/lifecycle"
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/sources"
@@ -43,7 +44,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if d.cmdEvery <= 0 {
 		d.cmdEvery = 250 * time.Millisecond
 	}
-	t := &table{deps: d, cfg: cfg, redact: cfg.Redactor(), entries: map[string]*entry{}}
+	t := &table{deps: d, cfg: cfg, redact: cfg.Redactor(), entries: map[string]*entry{}, hosts: hosts.New()}
 	t.clk = clocks{clock: d.clock, origin: time.Now()} // origin carries the system's monotonic clock
 	s := &Scheduler{deps: d, tab: t, life: &lifecycle{deps: d}}
 	s.wk = &workers{table: t, life: s.life}
@@ -142,6 +143,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
 	built, berr := t.newPollers(t.cfg.Sources, t.redact)
+	storedHosts := t.loadHosts()
 	t.mu.Lock()
 	defer t.unlock()
 	// Check and set started first: the stages below belong to this start.
@@ -155,6 +157,9 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	now, skew, _ := t.clk.readClocks()
 	t.clk.skew = skew
 	t.q.SetLimits(life.dispatching.ctx, t.cfg.Limits, life.dispatching.spawn)
+	t.hostCtx = spawnCtx{ctx: life.dispatching.ctx, spawn: life.dispatching.spawn}
+	t.configureHosts(t.cfg, t.hostCtx)
+	t.restoreHosts(storedHosts, now)
 	for i := range t.cfg.Sources {
 		src := t.cfg.Sources[i]
 		var st domain.SourceState
@@ -176,6 +181,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	}
 	s.wk.resizeWorkers(t.limitOf(t.cfg))
 	life.flushing.spawn(life.flushing.ctx, d.flush.Run)
+	life.flushing.spawn(life.flushing.ctx, t.keepHosts)
 	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
 	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
 	if d.shards.Member() {

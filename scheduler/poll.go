@@ -250,6 +250,10 @@ func (w *workers) finish(j queue.Job[*entry], p pollResult) {
 		if p.undelivered {
 			policy.ForgetValidators(&e.st)
 		}
+		w.respectCache(e, &p, &o)
+	}
+	if e.src.Host != "" {
+		evs = append(evs, w.finishHost(j, &p, &o, nextRun(&e.st))...)
 	}
 	// On a generation change (the configuration changed during the poll)
 	// the new settings start from a clean state: only the record is kept.

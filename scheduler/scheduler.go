@@ -45,6 +45,7 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/scheduler/shards"
@@ -74,6 +75,8 @@ type Store interface {
 	OrphanedCommands(ctx context.Context) ([]domain.Command, error)
 	CompleteCommand(ctx context.Context, id uint64, result, code string) error
 	Writable(ctx context.Context) error
+	SaveHosts(ctx context.Context, hs []domain.HostState) error
+	LoadHosts(ctx context.Context) ([]domain.HostState, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -193,6 +196,10 @@ type table struct {
 	clk     clocks
 	started bool
 	stopped bool
+	// hosts is the host room (contract section 13; its own lock, taken
+	// after mu), hostCtx where its groups' admitters run.
+	hosts   *hosts.Table
+	hostCtx spawnCtx
 	// blocks are the sources not polled at their last due time because of
 	// their host or a dependency (blocks.go); nil until the first.
 	blocks map[*entry]block

@@ -173,7 +173,7 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 		return res
 	}
 	defer resp.Body.Close()
-	res.StatusCode = resp.StatusCode
+	res.StatusCode, res.Header = resp.StatusCode, resp.Header
 
 	switch {
 	case resp.StatusCode == http.StatusNotModified && sent:

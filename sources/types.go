@@ -5,7 +5,10 @@
 // sockets, files and processes only inside Poll.
 package sources
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // Result is what one poll observed. Classification into success, failure and
 // throttling is done here; timing policy (backoff, Retry-After) is not.
@@ -19,6 +22,10 @@ type Result struct {
 	RetryAfter string
 	// StatusCode is the HTTP status, or 0 (exec, or no response).
 	StatusCode int
+	// Header is the answer's header (http, when there was an answer), for
+	// what the scheduler reads of it: a spent quota and the cache
+	// lifetime (contract 13.2, 13.6). Read only.
+	Header http.Header
 	// ExitCode is the exit status of an exec poll, or -1 (http, or killed).
 	ExitCode int
 	// Bytes is the number of response body (http) or stdout (exec) bytes read.

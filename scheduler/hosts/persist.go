@@ -113,3 +113,15 @@ func (t *Table) Restore(ps []Persisted, now time.Time) {
 		}
 	}
 }
+
+// Unsaved marks the hosts of ps for the next Snapshot again: their write
+// failed, and the next one must carry them.
+func (t *Table) Unsaved(ps []Persisted) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range ps {
+		if h := t.hosts[p.Host]; h != nil {
+			t.markDirty(h)
+		}
+	}
+}

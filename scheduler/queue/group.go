@@ -63,6 +63,9 @@ func newGroup[V any](name string, kind Kind, l config.Limit) *Group[V] {
 // Name is the group's name (the `limits` key, or the host).
 func (g *Group[V]) Name() string { return g.name }
 
+// Limit is the group's limit as last set. Owner's lock.
+func (g *Group[V]) Limit() config.Limit { return g.limit }
+
 // Held is the number of its concurrency permits held now.
 func (g *Group[V]) Held() int { return g.sem.held() }
 

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
+)
+
+// The host room's state in the store (contract 13.5): what each host
+// learned, its throttling and its breaker are written once a second when
+// they changed (hosts.Table.Snapshot's dirty set), read at start, and on a
+// cluster read again every second, so that every member starts from the
+// same limits and sees a host another member opened or throttled
+// (hosts.Table.Restore keeps the newer of the stored and its own).
+
+// hostKeepEvery is how often the host room's changes are written (and, on
+// a cluster, the others' read).
+const hostKeepEvery = time.Second
+
+// loadHosts reads the stored host states; an error is logged and reads as
+// none (the hosts start from nothing: a learned limit is an optimisation,
+// a breaker or a throttle is relearned from the next answers).
+func (t *table) loadHosts() []hosts.Persisted {
+	if !t.cfg.Hosts.Present {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hs, err := t.store.LoadHosts(ctx)
+	if err != nil {
+		t.log.Warn("hosts: stored state not read; starting from none", "err", err)
+		return nil
+	}
+	return decodeHosts(t.log, hs)
+}
+
+// decodeHosts decodes stored host states, skipping (and logging) those it
+// cannot read.
+func decodeHosts(log *slog.Logger, hs []domain.HostState) []hosts.Persisted {
+	out := make([]hosts.Persisted, 0, len(hs))
+	for _, h := range hs {
+		var p hosts.Persisted
+		if err := json.Unmarshal(h.Data, &p); err != nil {
+			log.Warn("hosts: a stored host state is not readable; ignored", "host", h.Host, "err", err)
+			continue
+		}
+		p.Host = h.Host
+		out = append(out, p)
+	}
+	return out
+}
+
+// restoreHosts adopts stored host states. mu held.
+func (t *table) restoreHosts(ps []hosts.Persisted, now time.Time) {
+	if len(ps) == 0 {
+		return
+	}
+	t.hosts.Restore(ps, now)
+	for _, p := range ps {
+		if l, ok := t.hostLimit(p.Host); ok {
+			t.q.SetHostLimit(p.Host, l)
+		}
+	}
+}
+
+// keepHosts writes the host room's changes every hostKeepEvery until ctx
+// ends, then once more; on a cluster it reads the others' each time too.
+func (t *table) keepHosts(ctx context.Context) {
+	tm := t.clock.NewTimer(hostKeepEvery)
+	defer tm.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			t.saveHosts(final)
+			cancel()
+			return
+		case <-tm.C():
+		}
+		t.saveHosts(ctx)
+		if t.shards.Member() && len(t.hosts.Hosts()) > 0 {
+			t.readHosts(ctx)
+		}
+		tm.Reset(hostKeepEvery)
+	}
+}
+
+// saveHosts writes the hosts whose state changed since the last write; on
+// a failure they are marked again, for the next.
+func (t *table) saveHosts(ctx context.Context) {
+	ps := t.hosts.Snapshot()
+	if len(ps) == 0 {
+		return
+	}
+	hs := make([]domain.HostState, 0, len(ps))
+	for _, p := range ps {
+		data, err := json.Marshal(p)
+		if err != nil {
+			continue // plain fields: cannot happen
+		}
+		hs = append(hs, domain.HostState{Host: p.Host, Data: data, UpdatedAt: t.clock.Now()})
+	}
+	if err := t.store.SaveHosts(ctx, hs); err != nil {
+		t.log.Warn("hosts: state not written; retried", "hosts", len(hs), "err", err)
+		t.hosts.Unsaved(ps)
+	}
+}
+
+// readHosts adopts what the cluster's other members wrote.
+func (t *table) readHosts(ctx context.Context) {
+	hs, err := t.store.LoadHosts(ctx)
+	if err != nil {
+		return // the store's outage shows elsewhere; try again next time
+	}
+	ps := decodeHosts(t.log, hs)
+	t.mu.Lock()
+	defer t.unlock()
+	t.restoreHosts(ps, t.clock.Now())
+}
