@@ -50,13 +50,19 @@ func TestDebianPackage(t *testing.T) {
 }
 
 // buildPackage runs scripts/package.sh into a temporary directory and
-// returns the package's path, checking its name.
+// returns the package's path, checking its name. With $PACER_E2E_BIN set
+// it packages that binary instead of building one.
 func buildPackage(t *testing.T) string {
 	t.Helper()
 	dist := t.TempDir()
 	cmd := exec.Command("scripts/package.sh")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "PACER_DIST="+dist)
+	if bin := os.Getenv("PACER_E2E_BIN"); bin != "" {
+		// A binary built elsewhere, as the e2e tests take it: packaged
+		// as it is instead of built again.
+		cmd.Env = append(cmd.Env, "PACER_BIN="+bin)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
