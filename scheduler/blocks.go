@@ -122,4 +122,3 @@ func (t *table) shownState(e *entry, now time.Time) string {
 	}
 	return s
 }
-
