@@ -18,7 +18,15 @@ const (
 	EventError     = "error"
 	EventOpen      = "open"
 	EventRecovered = "recovered"
+	// Host events (contract 13.7), in the default notify.on too.
+	EventHostOpen      = "host_open"
+	EventHostRecovered = "host_recovered"
 )
+
+// events is every event name, in the order of notify.on.
+func events() []string {
+	return []string{EventError, EventOpen, EventRecovered, EventHostOpen, EventHostRecovered}
+}
 
 // Defaults of the notify section.
 const (
@@ -50,7 +58,7 @@ func (n *Notify) Wants(event string) bool {
 
 // notify reads the notify section; at least one target is required.
 func (l *loader) notify(n *yaml.Node) *Notify {
-	out := &Notify{On: []string{EventError, EventRecovered}, Timeout: DefaultNotifyTimeout, MaxAge: DefaultNotifyMaxAge}
+	out := &Notify{On: []string{EventError, EventRecovered, EventHostOpen, EventHostRecovered}, Timeout: DefaultNotifyTimeout, MaxAge: DefaultNotifyMaxAge}
 	ps, _ := l.pairs(n, at("notify"))
 	for _, p := range ps {
 		kp := at("notify").key(p.key)
@@ -86,7 +94,7 @@ func (l *loader) notifyOn(n *yaml.Node, where path) []string {
 		return nil
 	}
 	if len(items) == 0 {
-		l.addf(where, "must list at least one of error, open, recovered")
+		l.addf(where, "must list at least one of %s", strings.Join(events(), ", "))
 	}
 	seen := map[string]bool{}
 	for i, it := range items {
@@ -95,14 +103,14 @@ func (l *loader) notifyOn(n *yaml.Node, where path) []string {
 			continue
 		}
 		switch ev := strings.ToLower(strings.TrimSpace(v)); ev {
-		case EventError, EventOpen, EventRecovered:
+		case EventError, EventOpen, EventRecovered, EventHostOpen, EventHostRecovered:
 			seen[ev] = true
 		default:
-			l.addf(where.index(i), "unknown event %q: want error, open or recovered", v)
+			l.addf(where.index(i), "unknown event %q: want one of %s", v, strings.Join(events(), ", "))
 		}
 	}
 	var on []string
-	for _, ev := range []string{EventError, EventOpen, EventRecovered} {
+	for _, ev := range events() {
 		if seen[ev] {
 			on = append(on, ev)
 		}

@@ -16,7 +16,7 @@ func TestNotifySection(t *testing.T) {
 	}{
 		{"absent", "", nil, nil},
 		{"defaults", "notify: {command: [\"true\"]}\n",
-			&Notify{On: []string{"error", "recovered"}, Command: []string{"/usr/bin/true"}, Timeout: 10 * time.Second, MaxAge: 24 * time.Hour}, nil},
+			&Notify{On: []string{"error", "recovered", "host_open", "host_recovered"}, Command: []string{"/usr/bin/true"}, Timeout: 10 * time.Second, MaxAge: 24 * time.Hour}, nil},
 		{"all", "notify:\n  on: [recovered, open, error]\n  webhook: {url: \"https://h.example/x\", method: put, headers: {X-Key: \"${KEY}\"}}\n  timeout: 3s\n  max_age: 1h\n",
 			&Notify{On: []string{"error", "open", "recovered"}, Webhook: &Webhook{URL: "https://h.example/x", Method: "PUT", Headers: map[string]string{"X-Key": "k3y-value"}},
 				Timeout: 3 * time.Second, MaxAge: time.Hour}, nil},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 )
@@ -127,3 +128,14 @@ func (s *Scheduler) Load() (inflight, limit int) {
 	s.tab.unlock()
 	return int(s.wk.inflightN.Load()), limit
 }
+
+// Hosts is every host group's object (contract 13.7), sorted by host; none
+// without a hosts section.
+func (s *Scheduler) Hosts() []hosts.Object { return s.tab.hostObjects() }
+
+// Host is one host group's object, or ErrNotFound.
+func (s *Scheduler) Host(name string) (hosts.Object, error) { return s.tab.hostObject(name, false) }
+
+// ResetHost closes a host's breaker, ends its throttling and forgets its
+// learned limits (contract 13.7), and returns its object, or ErrNotFound.
+func (s *Scheduler) ResetHost(name string) (hosts.Object, error) { return s.tab.hostObject(name, true) }
