@@ -82,6 +82,7 @@ func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler 
 	mux.Handle("/api/sources/{name}/trigger", only(http.MethodPost, a.auth(a.trigger)))
 	mux.Handle("/api/sources/{name}/pause", only(http.MethodPost, a.auth(a.pause)))
 	mux.Handle("/api/sources/{name}/resume", only(http.MethodPost, a.auth(a.resume)))
+	a.hostRoutes(mux)
 	if opts.Dashboard != nil {
 		mux.Handle("/{$}", opts.Dashboard)
 		mux.Handle("/sources/", opts.Dashboard)

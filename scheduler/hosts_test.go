@@ -142,6 +142,12 @@ sources:
 	if blocked < 150 {
 		t.Fatalf("%d of 200 sources blocked by the open host, want most", blocked)
 	}
+	if n := h.metric("pacer_hosts", "state", "open") + h.metric("pacer_hosts", "state", "half-open"); n != 1 {
+		t.Fatalf("pacer_hosts{state=open or half-open} = %v, want 1", n)
+	}
+	if objs := h.s.Hosts(); len(objs) != 1 || objs[0].Sources != 200 || objs[0].Why == "" {
+		t.Fatalf("Hosts() = %+v; want the one host of 200 sources, with its why", objs)
+	}
 	u.mode.Store("ok")
 	waitfor.True(t, 60*time.Second, "every source polled successfully again", func() bool {
 		for i := range 200 {
@@ -216,6 +222,17 @@ sources:
 		return false
 	})
 	time.Sleep(time.Until(first.Add(5500 * time.Millisecond)))
+	defer func() {
+		// A reset ends the throttling at once.
+		u.mode.Store("ok")
+		o, err := h.s.ResetHost(strings.TrimPrefix(url, "http://"))
+		if err != nil || o.State != "closed" || o.Until != nil {
+			t.Errorf("ResetHost = %+v, %v; want it closed, no until", o, err)
+		}
+		if _, err := h.s.ResetHost("nowhere.example"); err == nil {
+			t.Error("ResetHost of an unknown host succeeded")
+		}
+	}()
 	// Polls admitted before the answer was read may still arrive for a
 	// moment (1 s of margin on a loaded machine); none after that until
 	// the Retry-After has passed.

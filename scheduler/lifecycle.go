@@ -59,6 +59,9 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
 	d.m = m
+	if err := opts.Registry.Register(newHostsCollector(t.hostObjects)); err != nil {
+		return nil, fmt.Errorf("scheduler: metrics: %w", err)
+	}
 	d.transport = newTransport(t.limitOf(cfg))
 	d.clients = sources.NewClients(sources.NewClient(d.transport, []string{cfg.Admin.Listen}))
 	d.deliverer = deliver.New(d.transport)
