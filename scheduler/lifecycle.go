@@ -16,6 +16,7 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/flush"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
+	"github.com/pacer-dev/pacer/scheduler/rates"
 	"github.com/pacer-dev/pacer/sources"
 )
 
@@ -58,6 +59,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
 	d.m = m
+	d.rates = rates.NewSampler(d.clock, func() rates.Reading { return rateReading(s) })
 	d.transport = newTransport(t.limitOf(cfg))
 	d.clients = sources.NewClients(sources.NewClient(d.transport, []string{cfg.Admin.Listen}))
 	d.deliverer = deliver.New(d.transport)
@@ -178,6 +180,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	life.flushing.spawn(life.flushing.ctx, d.flush.Run)
 	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
 	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
+	life.dispatching.spawn(life.dispatching.ctx, d.rates.Run)
 	if d.shards.Member() {
 		life.dispatching.spawn(life.dispatching.ctx, s.cl.watchOwnership)
 	}
