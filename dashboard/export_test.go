@@ -18,3 +18,9 @@ func SetTableCache(d *Dashboard, from int, maxAge, staleAge time.Duration) {
 func SetPageGate(d *Dashboard, builds, waiting int, wait time.Duration) {
 	d.gate = turns.New(builds, waiting, wait)
 }
+
+// SetHostShareCache sets from how many sources the host shares are
+// computed in the background, and how old they may be.
+func SetHostShareCache(d *Dashboard, from int, maxAge time.Duration) {
+	d.hosts.from, d.hosts.maxAge = from, maxAge
+}
