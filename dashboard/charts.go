@@ -65,9 +65,9 @@ func loadCharts(samples []rates.Sample, now time.Time) (rate, inflight template.
 	xl := "last hour, a sample every 10 s (polls counted over its 10 s) · now " + now.UTC().Format("15:04:05") + " UTC"
 	empty := "no sample yet: the first is taken 10 s after the daemon starts"
 	rate = svgchart.LineChart{ID: "chart-rate", Title: "Polls per second by outcome", XLabel: xl, YLabel: "polls per second",
-		Width: 700, Height: 290, Slots: rates.Size, Series: series, XTicks: ticks, MinTop: 1, Empty: empty}.SVG()
+		Width: 620, Height: 270, Slots: rates.Size, Series: series, XTicks: ticks, MinTop: 1, Empty: empty}.SVG()
 	inflight = svgchart.LineChart{ID: "chart-inflight", Title: "Polls in flight against the cap", XLabel: xl, YLabel: "polls in flight",
-		Width: 700, Height: 290, Slots: rates.Size, Series: []svgchart.Series{in, limit}, XTicks: ticks, MinTop: top, Empty: empty}.SVG()
+		Width: 620, Height: 270, Slots: rates.Size, Series: []svgchart.Series{in, limit}, XTicks: ticks, MinTop: top, Empty: empty}.SVG()
 	return rate, inflight
 }
 

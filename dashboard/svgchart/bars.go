@@ -32,8 +32,9 @@ type BarChart struct {
 	Empty  string // the text shown when there is no bar
 }
 
-// SVG renders the chart: one <rect class="bar"> per bar, one <path
-// class="mark"> per marked bar, each bar with its title as a tooltip.
+// SVG renders the chart: one <rect class="bar"> per bar, with its title
+// as a tooltip, and one <rect class="band"> of its colour under the axis;
+// one <path class="mark"> per marked bar.
 func (c BarChart) SVG() template.HTML {
 	width, height := c.Width, c.Height
 	if width <= 0 {
@@ -43,7 +44,7 @@ func (c BarChart) SVG() template.HTML {
 		height = 300
 	}
 	left, right := float64(padLeft), width-padRight
-	top, bottom := float64(padTop+8), height-padBottom
+	top, bottom := float64(padTop+8), height-padBottom-10 // room for the outcome band
 	var w writer
 	w.open(c.ID, "bars", c.Title, width, height)
 	w.legend(left+textWidth(c.Title)+40, c.Legend)
@@ -77,6 +78,9 @@ func (c BarChart) bars(w *writer, scale func(float64) float64, left, right, bott
 		}
 		w.b.WriteString(`<rect class="bar" x="` + num(x) + `" y="` + num(y) + `" width="` + num(barW) + `" height="` + num(bottom-y) + `" fill="` + Color(b.Color) + `" data-color="` + esc(b.Color) + `">`)
 		w.b.WriteString(`<title>` + esc(b.Title) + `</title></rect>`)
+		// The colour again in a band under the axis: a poll too short
+		// for its bar to show still shows its outcome.
+		w.b.WriteString(`<rect class="band" x="` + num(x) + `" y="` + num(bottom+3) + `" width="` + num(barW) + `" height="7" fill="` + Color(b.Color) + `"/>`)
 		if b.Marked {
 			w.b.WriteString(`<path class="mark" d="` + markPath(x+barW/2, y-3) + `" fill="` + Color(ColorChanged) + `"/>`)
 		}
@@ -96,8 +100,8 @@ func (c BarChart) xAxis(w *writer, left, right, bottom float64, slots int) {
 			continue
 		}
 		x := right - (float64(back)-0.5)*slotW
-		w.b.WriteString(`<line class="xtick" x1="` + num(x) + `" y1="` + num(bottom) + `" x2="` + num(x) + `" y2="` + num(bottom+5) + `" stroke="#687281"/>`)
-		w.text(x, bottom+18, "middle", "tick", strconv.Itoa(back), "")
+		w.b.WriteString(`<line class="xtick" x1="` + num(x) + `" y1="` + num(bottom+11) + `" x2="` + num(x) + `" y2="` + num(bottom+15) + `" stroke="#687281"/>`)
+		w.text(x, bottom+28, "middle", "tick", strconv.Itoa(back), "")
 	}
-	w.text((left+right)/2, bottom+38, "middle", "axis-label", c.XLabel, "")
+	w.text((left+right)/2, bottom+48, "middle", "axis-label", c.XLabel, "")
 }

@@ -43,7 +43,8 @@ type LineChart struct {
 }
 
 // SVG renders the chart: one <polyline class="series"> per series, whose
-// data-points attribute is its number of values.
+// data-points attribute is its number of values, and with up to dotsUpTo
+// values one <circle class="dot"> per value.
 func (c LineChart) SVG() template.HTML {
 	width, height := c.Width, c.Height
 	if width <= 0 {
@@ -106,4 +107,15 @@ func (c LineChart) line(w *writer, s Series, scale func(float64) float64, xOf fu
 	}
 	w.b.WriteString(`<polyline class="series" data-series="` + esc(s.Label) + `" data-points="` + strconv.Itoa(len(s.Values)) +
 		`" points="` + pts.String() + `" fill="none" stroke="` + Color(s.Color) + `" stroke-width="2" stroke-linejoin="round"` + dash + `/>`)
+	if len(s.Values) > dotsUpTo {
+		return
+	}
+	// A few samples (a daemon started minutes ago) are a few pixels at
+	// the right edge: a dot each makes them visible.
+	for i, v := range s.Values {
+		w.b.WriteString(`<circle class="dot" cx="` + num(xOf(first+i)) + `" cy="` + num(scale(v)) + `" r="3" fill="` + Color(s.Color) + `"/>`)
+	}
 }
+
+// dotsUpTo: a series of at most this many values has a dot per value.
+const dotsUpTo = 60

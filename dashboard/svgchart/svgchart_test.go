@@ -99,6 +99,9 @@ func TestBarChartCountsEscapesAndLegend(t *testing.T) {
 	if got := len(count(els, "rect", "bar")); got != 37 {
 		t.Errorf("bars: %d, want 37", got)
 	}
+	if got := len(count(els, "rect", "band")); got != 37 {
+		t.Errorf("outcome bands: %d, want 37", got)
+	}
 	if got := len(count(els, "path", "mark")); got != 8 {
 		t.Errorf("marks: %d, want 8 (every 5th of 37)", got)
 	}
@@ -155,6 +158,14 @@ func TestLineChartCountsAndTicks(t *testing.T) {
 		if want := 120 + i; len(pts) != want || l.attrs["data-points"] != strconv.Itoa(want) {
 			t.Errorf("series %d: %d points (data-points %s), want %d", i, len(pts), l.attrs["data-points"], want)
 		}
+	}
+	if got := len(count(els, "circle", "dot")); got != 0 {
+		t.Errorf("dots on series of 120 values: %d, want none", got)
+	}
+	c.Series = c.Series[:2]
+	c.Series[0].Values, c.Series[1].Values = []float64{1, 2, 3}, []float64{0, 0, 0}
+	if got := len(count(parse(t, c.SVG()), "circle", "dot")); got != 6 {
+		t.Errorf("dots on 2 series of 3 values: %d, want 6", got)
 	}
 	if got := len(count(els, "line", "legend-swatch")); got != 3 {
 		t.Errorf("legend swatches: %d, want 3", got)
