@@ -121,11 +121,11 @@ func sourceShareChart(o srcview.Explained, recs []domain.PollRecord) template.HT
 		Width: 1100, Rows: rows, Empty: "not polled yet"}.SVG()
 }
 
-// overviewCharts draws the overview's charts.
-func (d *Dashboard) overviewCharts() overviewCharts {
+// overviewCharts draws the overview's charts; sources is the table's count.
+func (d *Dashboard) overviewCharts(sources int) overviewCharts {
 	var c overviewCharts
 	c.Rate, c.Inflight = loadCharts(d.c.Rates(), d.now())
-	hs := d.hosts.get()
+	hs := d.hosts.get(sources)
 	if hs != nil {
 		c.Hosts = hs.chart
 	}

@@ -24,3 +24,7 @@ func SetPageGate(d *Dashboard, builds, waiting int, wait time.Duration) {
 func SetHostShareCache(d *Dashboard, from int, maxAge time.Duration) {
 	d.hosts.from, d.hosts.maxAge = from, maxAge
 }
+
+// ComputeHostShares computes d's host shares now and returns how many
+// hosts they count.
+func ComputeHostShares(d *Dashboard) int { return d.hosts.compute().total }

@@ -53,7 +53,6 @@ type hostShareCache struct {
 	mu       sync.Mutex
 	cur      *hostShares
 	building bool
-	lastN    int // sources counted by the last computation
 }
 
 func newHostShareCache(c Controller) *hostShareCache {
@@ -61,17 +60,17 @@ func newHostShareCache(c Controller) *hostShareCache {
 }
 
 // get returns the current shares, or nil while the first are computed on
-// a large daemon. A small one computes them in the request when they are
-// stale; a large one starts one background computation and serves the
-// last shares meanwhile.
-func (h *hostShareCache) get() *hostShares {
+// a large daemon. A daemon of fewer than from sources (n: the table's
+// count) computes them in the request when they are stale; a large one
+// starts one background computation and serves the last shares meanwhile.
+func (h *hostShareCache) get(n int) *hostShares {
 	h.mu.Lock()
 	cur := h.cur
 	if cur != nil && time.Since(cur.built) < h.maxAge {
 		h.mu.Unlock()
 		return cur
 	}
-	if h.lastN < h.from {
+	if n < h.from {
 		h.mu.Unlock()
 		return h.compute()
 	}
@@ -86,10 +85,8 @@ func (h *hostShareCache) get() *hostShares {
 // compute sums every source's counters by host and publishes the result.
 func (h *hostShareCache) compute() *hostShares {
 	by := map[string]*hostShare{}
-	n := 0
 	_ = h.c.ExplainAll(func(xs []srcview.Explained) error { // fn never fails
 		for i := range xs {
-			n++
 			src, _, err := h.c.SourceConfig(xs[i].Name)
 			if err != nil || src.URL == "" {
 				continue // removed meanwhile, or an exec source: no host
@@ -116,7 +113,7 @@ func (h *hostShareCache) compute() *hostShares {
 	s.hosts = all[:min(len(all), hostShareTop)]
 	s.chart = hostShareChart(s)
 	h.mu.Lock()
-	h.cur, h.building, h.lastN = s, false, n
+	h.cur, h.building = s, false
 	h.mu.Unlock()
 	return s
 }

@@ -119,7 +119,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return // the client left
 	}
-	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l, Charts: d.overviewCharts()})
+	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l, Charts: d.overviewCharts(l.Total)})
 }
 
 // busyMessage answers a page of the table refused by the gate.
