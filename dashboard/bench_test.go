@@ -133,7 +133,7 @@ func BenchmarkDashboardPage(b *testing.B) {
 		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
 		{"live-fragment", "/dash/live?sort=name&page=2"},
 	})
-	b.Run("host-shares", func(b *testing.B) { // the background aggregate, every 30 s at most
+	b.Run("host-shares", func(b *testing.B) { // the background aggregate, once a minute at most
 		for b.Loop() {
 			if n := dashboard.ComputeHostShares(d); n != 100 {
 				b.Fatalf("%d hosts, want 100", n)

@@ -24,7 +24,7 @@ import (
 
 // Defaults of the host shares' cache.
 const (
-	hostShareAge = 30 * time.Second
+	hostShareAge = time.Minute
 	hostShareTop = 15 // hosts shown: the lowest shares
 )
 
