@@ -67,4 +67,11 @@ func BenchmarkDashboardPageScheduler(b *testing.B) {
 		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
 		{"live-fragment", "/dash/live?sort=name&page=2"},
 	})
+	b.Run("host-shares", func(b *testing.B) { // the background aggregate, once a minute at most
+		for b.Loop() {
+			if n := dashboard.ComputeHostShares(d); n != 0 {
+				b.Fatalf("%d hosts of exec sources", n)
+			}
+		}
+	})
 }

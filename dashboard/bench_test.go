@@ -13,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer/dashboard"
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/rates"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
@@ -20,9 +21,10 @@ import (
 // benchmark only (the handler tests use the real scheduler). Rows copies
 // its slice per call, as the scheduler does.
 type fakeController struct {
-	rows []srcview.Row
-	objs map[string]srcview.Explained
-	hist []domain.PollRecord
+	rows  []srcview.Row
+	objs  map[string]srcview.Explained
+	hist  []domain.PollRecord
+	rates []rates.Sample // a full hour
 }
 
 var _ dashboard.Controller = (*fakeController)(nil)
@@ -44,6 +46,12 @@ func newFake(n int) *fakeController {
 			Why: "backoff: failure 3 of 10, next attempt in 42 s",
 		}
 	}
+	for i := range rates.Size {
+		var smp rates.Sample
+		smp.At, smp.Inflight, smp.Limit = now.Add(time.Duration(i-rates.Size)*rates.Every), i%17, 16
+		smp.PerSecond[rates.Success], smp.PerSecond[rates.Failure] = float64(i%50), float64(i%7)
+		f.rates = append(f.rates, smp)
+	}
 	for i := range 20 {
 		rec := domain.PollRecord{StartedAt: now.Add(-time.Duration(i) * time.Minute), DurationMs: 120, Outcome: domain.OutcomeSuccess}
 		if i%4 == 0 { // a quarter of the polls failed
@@ -62,11 +70,28 @@ func (f *fakeController) ExplainSources(names []string) []srcview.Explained {
 	}
 	return out
 }
+func (f *fakeController) ExplainAll(fn func([]srcview.Explained) error) error {
+	chunk := make([]srcview.Explained, 0, 1000)
+	for _, r := range f.rows {
+		if chunk = append(chunk, f.objs[r.Name]); len(chunk) == cap(chunk) {
+			if err := fn(chunk); err != nil {
+				return err
+			}
+			chunk = chunk[:0]
+		}
+	}
+	return fn(chunk)
+}
 func (f *fakeController) ExplainSource(name string) (srcview.Explained, error) {
 	return f.objs[name], nil
 }
 func (f *fakeController) SourceConfig(name string) (config.Source, *config.Redactor, error) {
-	return config.Source{Name: name, Type: "http", URL: "https://example.com/"}, nil, nil
+	// 100 hosts, for the per-host shares: the name's last two digits.
+	host := 0
+	if k := len(name); k >= 2 {
+		host = int(name[k-2]-'0')*10 + int(name[k-1]-'0')
+	}
+	return config.Source{Name: name, Type: "http", URL: fmt.Sprintf("https://h%02d.example.com/", host)}, nil, nil
 }
 func (f *fakeController) History(context.Context, string, int) ([]domain.PollRecord, error) {
 	return f.hist, nil
@@ -90,6 +115,7 @@ func (f *fakeController) Resume(string) (srcview.SourceObject, error) {
 func (f *fakeController) Trigger(string) error        { return nil }
 func (f *fakeController) Ready(context.Context) error { return nil }
 func (f *fakeController) Load() (int, int)            { return 3, 16 }
+func (f *fakeController) Rates() []rates.Sample       { return f.rates }
 
 // BenchmarkDashboardPage renders pages of the table over 100,000 sources
 // (contract 11.2: each answered within 200 ms), reporting the time per page
@@ -106,6 +132,13 @@ func BenchmarkDashboardPage(b *testing.B) {
 		{"search", "/?q=source-0999"},
 		{"sort-next-page-1000", "/?sort=next&order=desc&page=1000"},
 		{"live-fragment", "/dash/live?sort=name&page=2"},
+	})
+	b.Run("host-shares", func(b *testing.B) { // the background aggregate, once a minute at most
+		for b.Loop() {
+			if n := dashboard.ComputeHostShares(d); n != 100 {
+				b.Fatalf("%d hosts, want 100", n)
+			}
+		}
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/rates"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
 
@@ -41,6 +42,7 @@ var staticFS embed.FS
 type Controller interface {
 	Rows() []srcview.Row
 	ExplainSources(names []string) []srcview.Explained
+	ExplainAll(fn func([]srcview.Explained) error) error
 	ExplainSource(name string) (srcview.Explained, error)
 	SourceConfig(name string) (config.Source, *config.Redactor, error)
 	History(ctx context.Context, name string, n int) ([]domain.PollRecord, error)
@@ -51,6 +53,7 @@ type Controller interface {
 	Trigger(name string) error
 	Ready(ctx context.Context) error
 	Load() (inflight, limit int)
+	Rates() []rates.Sample
 }
 
 var _ Controller = (*scheduler.Scheduler)(nil)
@@ -88,6 +91,7 @@ type Dashboard struct {
 	cluster  ClusterView  // nil on a single daemon
 	table    *tableCache  // the table's shared snapshots
 	gate     *turns.Turns // bounds the table's page builds
+	hosts    *hostShareCache
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -102,7 +106,7 @@ const (
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
 	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
-		table: newTableCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
+		table: newTableCache(c), hosts: newHostShareCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -18,3 +18,13 @@ func SetTableCache(d *Dashboard, from int, maxAge, staleAge time.Duration) {
 func SetPageGate(d *Dashboard, builds, waiting int, wait time.Duration) {
 	d.gate = turns.New(builds, waiting, wait)
 }
+
+// SetHostShareCache sets from how many sources the host shares are
+// computed in the background, and how old they may be.
+func SetHostShareCache(d *Dashboard, from int, maxAge time.Duration) {
+	d.hosts.from, d.hosts.maxAge = from, maxAge
+}
+
+// ComputeHostShares computes d's host shares now and returns how many
+// hosts they count.
+func ComputeHostShares(d *Dashboard) int { return d.hosts.compute().total }

@@ -44,6 +44,7 @@ type fixture struct {
 	t     *testing.T
 	srv   *httptest.Server
 	sched *scheduler.Scheduler
+	dash  *dashboard.Dashboard
 	cl    *http.Client // no redirects followed, with a cookie jar
 }
 
@@ -139,7 +140,7 @@ sources:
 	}
 	cl := &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &fixture{t: t, srv: srv, sched: sched, cl: cl}
+	return &fixture{t: t, srv: srv, sched: sched, dash: dash, cl: cl}
 }
 
 type answer struct {

@@ -50,7 +50,8 @@ type errorPage struct {
 // overviewPage is the overview with its table (contract 11.1 and 11.2).
 type overviewPage struct {
 	base
-	Live liveData
+	Live   liveData
+	Charts overviewCharts
 }
 
 // liveData is the part of the overview the browser refreshes.
@@ -118,7 +119,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return // the client left
 	}
-	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l})
+	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l, Charts: d.overviewCharts(l.Total)})
 }
 
 // busyMessage answers a page of the table refused by the gate.
@@ -235,6 +236,7 @@ type sourcePage struct {
 	Settings []setting
 	History  []domain.PollRecord
 	Strip    []stripItem
+	Charts   sourceCharts
 }
 
 func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
@@ -253,7 +255,8 @@ func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.log.Warn("dashboard: history", "source", name, "err", err)
 	}
-	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs}
+	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs,
+		Charts: sourceCharts{Polls: pollsChart(recs), Share: sourceShareChart(o, recs)}}
 	d.render(w, http.StatusOK, "source.html", p)
 }
 

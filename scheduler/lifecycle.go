@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
+	"github.com/pacer-dev/pacer/scheduler/rates"
 	"github.com/pacer-dev/pacer/sources"
 )
 
@@ -62,6 +63,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if err := opts.Registry.Register(newHostsCollector(t.hostObjects)); err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
+	d.rates = rates.NewSampler(d.clock, func() rates.Reading { return rateReading(s) })
 	d.transport = newTransport(t.limitOf(cfg))
 	d.clients = sources.NewClients(sources.NewClient(d.transport, []string{cfg.Admin.Listen}))
 	d.deliverer = deliver.New(d.transport)
@@ -187,6 +189,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	life.flushing.spawn(life.flushing.ctx, t.keepHosts)
 	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
 	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
+	life.dispatching.spawn(life.dispatching.ctx, d.rates.Run)
 	if d.shards.Member() {
 		life.dispatching.spawn(life.dispatching.ctx, s.cl.watchOwnership)
 	}

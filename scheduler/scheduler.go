@@ -48,6 +48,7 @@ import (
 	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
+	"github.com/pacer-dev/pacer/scheduler/rates"
 	"github.com/pacer-dev/pacer/scheduler/shards"
 	"github.com/pacer-dev/pacer/sources"
 	"github.com/pacer-dev/pacer/store"
@@ -157,6 +158,9 @@ type deps struct {
 	// viewHook, if set (by tests), is called between the chunks of the
 	// passes over every source (board.go), the lock released.
 	viewHook func()
+	// rates samples the load of the last hour for the status page's
+	// charts (rates.go); its Run is a goroutine of the dispatching stage.
+	rates *rates.Sampler
 }
 
 // table is the sources' runtimes: the configuration in force, the entries
