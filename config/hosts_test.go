@@ -15,6 +15,10 @@ func TestHostOf(t *testing.T) {
 		{"http://127.0.0.1:8080/feed", "127.0.0.1:8080"},
 		{"http://[::1]:9000/", "[::1]:9000"},
 		{"http://[::1]/", "[::1]"},
+		{"HTTPS://example.com:443/x", "example.com"},
+		{"http://example.com:443/", "example.com:443"},
+		{"https://user:pw@api.example.com/", "api.example.com"},
+		{"http://[::1]:80/", "[::1]"},
 	} {
 		if got, ok := HostOf(c.in); !ok || got != c.want {
 			t.Errorf("HostOf(%q) = %q, %v; want %q", c.in, got, ok, c.want)

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -116,6 +117,7 @@ func (f *fakeController) Trigger(string) error        { return nil }
 func (f *fakeController) Ready(context.Context) error { return nil }
 func (f *fakeController) Load() (int, int)            { return 3, 16 }
 func (f *fakeController) Rates() []rates.Sample       { return f.rates }
+func (f *fakeController) Hosts() []hosts.Object       { return nil }
 
 // BenchmarkDashboardPage renders pages of the table over 100,000 sources
 // (contract 11.2: each answered within 200 ms), reporting the time per page

@@ -25,6 +25,7 @@ import (
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/turns"
 	"github.com/pacer-dev/pacer/scheduler"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/rates"
 	srcview "github.com/pacer-dev/pacer/scheduler/view"
 )
@@ -54,6 +55,7 @@ type Controller interface {
 	Ready(ctx context.Context) error
 	Load() (inflight, limit int)
 	Rates() []rates.Sample
+	Hosts() []hosts.Object
 }
 
 var _ Controller = (*scheduler.Scheduler)(nil)

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -87,11 +85,10 @@ func (h *hostShareCache) compute() *hostShares {
 	by := map[string]*hostShare{}
 	_ = h.c.ExplainAll(func(xs []srcview.Explained) error { // fn never fails
 		for i := range xs {
-			src, _, err := h.c.SourceConfig(xs[i].Name)
-			if err != nil || src.URL == "" {
-				continue // removed meanwhile, or an exec source: no host
+			if xs[i].Host == nil {
+				continue // an exec source: no host
 			}
-			key := hostKey(src.URL)
+			key := *xs[i].Host
 			hs := by[key]
 			if hs == nil {
 				hs = &hostShare{host: key}
@@ -163,21 +160,3 @@ func hostNote(s *hostShares) string {
 		svgchart.Thousands(int64(s.sources)), svgchart.Thousands(int64(s.total)), s.built.UTC().Format("15:04:05"), int(hostShareAge/time.Second))
 }
 
-// hostKey is the host a source's URL polls: "host[:port]" lowercased,
-// the scheme's default port left out ("HTTPS://Example.com:443/x" is
-// "example.com"). Replaceable by upstream.HostOf once hosts exist.
-func hostKey(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(invalid URL)"
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	scheme := strings.ToLower(u.Scheme)
-	if port == "" || scheme == "http" && port == "80" || scheme == "https" && port == "443" {
-		if strings.Contains(host, ":") {
-			return "[" + host + "]"
-		}
-		return host
-	}
-	return net.JoinHostPort(host, port)
-}

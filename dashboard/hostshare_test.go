@@ -5,26 +5,6 @@ import (
 	"testing"
 )
 
-func TestHostKey(t *testing.T) {
-	for raw, want := range map[string]string{
-		"https://Example.COM/x":            "example.com",
-		"HTTPS://example.com:443/x":        "example.com",
-		"http://example.com:80":            "example.com",
-		"http://example.com:443/":          "example.com:443",
-		"https://example.com:8443/a?b=c":   "example.com:8443",
-		"http://127.0.0.2:9000/":           "127.0.0.2:9000",
-		"http://[::1]:80/":                 "[::1]",
-		"http://[::1]:8080/":               "[::1]:8080",
-		"https://user:pw@api.example.com/": "api.example.com",
-		"not a url":                        "(invalid URL)",
-		"%zz":                              "(invalid URL)",
-	} {
-		if got := hostKey(raw); got != want {
-			t.Errorf("hostKey(%q) = %q, want %q", raw, got, want)
-		}
-	}
-}
-
 func TestLowerShareFirst(t *testing.T) {
 	hs := []hostShare{
 		{host: "never", polls: 0},

@@ -52,6 +52,7 @@ type overviewPage struct {
 	base
 	Live   liveData
 	Charts overviewCharts
+	Hosts  hostTable
 }
 
 // liveData is the part of the overview the browser refreshes.
@@ -119,7 +120,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return // the client left
 	}
-	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l, Charts: d.overviewCharts(l.Total)})
+	d.render(w, http.StatusOK, "overview.html", overviewPage{base: b, Live: l, Charts: d.overviewCharts(l.Total), Hosts: d.hostsTable()})
 }
 
 // busyMessage answers a page of the table refused by the gate.
