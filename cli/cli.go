@@ -45,6 +45,7 @@ const usage = `usage:
   pacer pause    [-config FILE] NAME [-reason TEXT]
   pacer resume   [-config FILE] NAME
   pacer history  [-config FILE] [-n 20] [-json] NAME
+  pacer hosts    [-config FILE] [-json]         host groups: state, limits, learned limits
   pacer version
 -config defaults to $PACER_CONFIG, else ./config.yaml.
 `
@@ -69,6 +70,8 @@ func Main(args []string, env Env) int {
 		err = cmdStatus(rest, env)
 	case "history":
 		err = cmdHistory(rest, env)
+	case "hosts":
+		err = cmdHosts(rest, env)
 	case "reset", "pause", "resume", "trigger":
 		err = cmdAction(cmd, rest, env)
 	case "version", "-version", "--version":

@@ -12,6 +12,8 @@ import (
 	"github.com/pacer-dev/pacer/admin"
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/scheduler/hosts"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -48,7 +50,26 @@ func cmdStatus(args []string, env Env) (err error) {
 		return err
 	}
 	now := time.Now()
+	tab, err := storedHosts(cfg)
+	if err != nil {
+		return err
+	}
 	viewOf := statusView(cfg, states, owners, now)
+	look := func(name string) (view.Dep, bool) {
+		src, ok := cfg.Source(name)
+		if !ok {
+			return view.Dep{}, false
+		}
+		s := states[name]
+		d := view.Dep{State: policy.StateOf(&s, now), DependsOn: src.DependsOn}
+		if src.Host != "" {
+			if g := tab.Peek(src.Host, now); g.Blocked {
+				d.HostBlock = g.Reason
+			}
+		}
+		return d, true
+	}
+	viewOf = withBlocks(viewOf, tab, look, now)
 	if only != nil {
 		o := viewOf(only)
 		if *asJSON {
@@ -125,6 +146,15 @@ func statusView(cfg *config.Config, byName map[string]domain.SourceState, owners
 		o := view.Explained{SourceObject: view.View(src, &s, now, redact),
 			Why: view.Explain(src, &s, now, view.QueueInfo{}, redact)}
 		o.Owner = owners.of(src)
+		return o
+	}
+}
+
+// withBlocks is viewOf with each source's block applied (blockedView).
+func withBlocks(viewOf func(*config.Source) view.Explained, tab *hosts.Table, look func(string) (view.Dep, bool), now time.Time) func(*config.Source) view.Explained {
+	return func(src *config.Source) view.Explained {
+		o := viewOf(src)
+		blockedView(&o, src, tab, look, now)
 		return o
 	}
 }

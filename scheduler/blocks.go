@@ -1,11 +1,11 @@
 package scheduler
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/scheduler/policy"
+	"github.com/pacer-dev/pacer/scheduler/view"
 )
 
 // Blocks (contract section 13): a source due while its host is open or
@@ -31,45 +31,27 @@ type block struct {
 // blocking is a verdict on a poll about to be dispatched or started.
 func (b block) blocking() bool { return b.kind != "" }
 
-// failingStates are the states of a dependency that block its dependents
-// (rule 13.4).
-func failingState(s string) bool {
-	switch s {
-	case policy.StateBackoff, policy.StateOpen, policy.StateHalfOpen, policy.StateError:
-		return true
-	}
-	return false
-}
-
 // dependencyBlock is the block of e by the first failing source on its
-// dependency path (what it depends on, and what those depend on), or the
-// zero block. A dependency blocked by its host blocks e too. mu held.
+// dependency path (view.DependencyBlock), or the zero block. mu held.
 func (t *table) dependencyBlock(e *entry, now time.Time) block {
 	if len(e.src.DependsOn) == 0 {
 		return block{}
 	}
-	seen := map[string]bool{e.name: true}
-	stack := append([]string(nil), e.src.DependsOn...)
-	for len(stack) > 0 {
-		name := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
+	why := view.DependencyBlock(e.name, e.src.DependsOn, func(name string) (view.Dep, bool) {
 		d := t.entries[name]
 		if d == nil || d.removed {
-			continue
+			return view.Dep{}, false
 		}
-		if st := policy.StateOf(&d.st, now); failingState(st) {
-			return block{kind: blockDependency, reason: fmt.Sprintf("dependency %s is %s", name, st)}
-		}
+		dep := view.Dep{State: policy.StateOf(&d.st, now), DependsOn: d.src.DependsOn}
 		if b, ok := t.blocks[d]; ok && b.kind == blockHost {
-			return block{kind: blockDependency, reason: fmt.Sprintf("dependency %s is blocked: %s", name, b.reason)}
+			dep.HostBlock = b.reason
 		}
-		stack = append(stack, d.src.DependsOn...)
+		return dep, true
+	})
+	if why == "" {
+		return block{}
 	}
-	return block{}
+	return block{kind: blockDependency, reason: why}
 }
 
 // setBlock records that e, idle, was not polled at now because of b

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/hosts"
 )
@@ -120,4 +121,28 @@ func (t *table) readHosts(ctx context.Context) {
 	t.mu.Lock()
 	defer t.unlock()
 	t.restoreHosts(ps, t.clock.Now())
+}
+
+// OfflineHosts is the host room of cfg as the store holds it, for the
+// commands that read the store without a daemon (pacer hosts, pacer
+// status): cfg's hosts with the stored throttling, breakers and learned
+// limits. Polls in flight are unknown there (0).
+func OfflineHosts(cfg *config.Config, stored []domain.HostState, log *slog.Logger) *hosts.Table {
+	tab := hosts.New()
+	if !cfg.Hosts.Present {
+		return tab
+	}
+	counts := map[string]int{}
+	for _, s := range cfg.Sources {
+		if s.Host != "" {
+			counts[s.Host]++
+		}
+	}
+	settings := make(map[string]hosts.Settings, len(counts))
+	for h := range counts {
+		settings[h] = hostSettings(cfg.Hosts.For(h))
+	}
+	tab.Configure(settings, counts)
+	tab.Restore(decodeHosts(log, stored), time.Time{})
+	return tab
 }
