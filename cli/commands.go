@@ -43,6 +43,9 @@ func cmdStatus(args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
+	if !*asJSON {
+		noteNoDaemon(env.Stderr, cfg)
+	}
 	owners, err := clusterOwners(cfg)
 	if err != nil {
 		return err
@@ -127,30 +130,6 @@ func statusView(cfg *config.Config, byName map[string]domain.SourceState, owners
 		o.Owner = owners.of(src)
 		return o
 	}
-}
-
-// printStatusTable prints an aligned table a person can read at a glance.
-func printStatusTable(w io.Writer, objs []view.Explained, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR\tWHY")
-	for _, o := range objs {
-		next := "-"
-		if o.NextRunAt != nil {
-			next = relative(o.NextRunAt.Sub(now))
-		}
-		lastErr := o.LastError
-		if lastErr != "" && o.LastErrorAt != nil {
-			// After a reset the state is ok beside the old error: say when.
-			lastErr = "(" + ago(now.Sub(*o.LastErrorAt)) + ") " + lastErr
-		}
-		if o.ErrorReason != "" {
-			lastErr = o.ErrorReason
-		} else if o.PausedReason != "" {
-			lastErr = "paused: " + o.PausedReason
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 80), clip(o.Why, 80))
-	}
-	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }
 
 // relative renders a duration as "in 42s", "in 3m", or "now" (overdue).
