@@ -60,12 +60,16 @@ type Options struct {
 	// Cluster, on a member of a cluster, lists its members for
 	// GET /api/cluster (nil: the daemon is alone, and the list is empty).
 	Cluster ClusterView
+	// Warning, if set, says what a ready daemon's operator should know
+	// ("": nothing), such as a rejected reload; /readyz answers it in
+	// "warning", still 200.
+	Warning func() string
 }
 
 // NewHandler returns the API's handler. Every request passes guard first
 // (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
-	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster,
+	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster, warning: opts.Warning,
 		listings: turns.New(listingsAtOnce, listingsWaiting, listingTurn)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -99,6 +103,7 @@ type api struct {
 	log         *slog.Logger
 	clusterView ClusterView
 	listings    *turns.Turns // GET /api/sources (listing.go)
+	warning     func() string
 }
 
 // only answers 405 (in JSON) to any method but m (and HEAD for GET).
@@ -139,6 +144,12 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := a.c.Ready(ctx); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
+	}
+	if a.warning != nil {
+		if warn := a.warning(); warn != "" {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "warning": warn})
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

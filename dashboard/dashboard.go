@@ -72,6 +72,9 @@ type Options struct {
 	RefreshEvery time.Duration
 	// Cluster lists the members of this daemon's cluster (nil: none).
 	Cluster ClusterView
+	// Warning, if set, is shown in a banner on every page when it says
+	// something (a rejected reload).
+	Warning func() string
 }
 
 // Dashboard is the status page's handler.
@@ -88,6 +91,7 @@ type Dashboard struct {
 	cluster  ClusterView  // nil on a single daemon
 	table    *tableCache  // the table's shared snapshots
 	gate     *turns.Turns // bounds the table's page builds
+	warning  func() string
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -102,7 +106,7 @@ const (
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
 	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
-		table: newTableCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
+		warning: opts.Warning, table: newTableCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -29,6 +29,7 @@ type base struct {
 	Authorized    bool   // this browser may act
 	Loopback      bool   // the client is on this machine (no token case)
 	Flash         string
+	Warning       string // a banner: the last reload was rejected
 	Back          string // the URL to return to after login or an action
 }
 
@@ -37,6 +38,9 @@ func (d *Dashboard) base(w http.ResponseWriter, r *http.Request, title string) b
 		Authorized: d.authorized(r), Loopback: fromLoopback(r), Back: r.URL.RequestURI()}
 	if r.Method == http.MethodGet && w != nil {
 		b.Flash = takeFlash(w, r)
+	}
+	if d.warning != nil {
+		b.Warning = d.warning()
 	}
 	return b
 }

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,4 +59,58 @@ sources:
 		}
 		return nil
 	})
+}
+
+// Issue 24, item 5: a rejected reload shows on /readyz (still 200, with a
+// warning), in the metrics Prometheus exports for its own config and on
+// the status page; the next accepted reload clears the warning.
+func TestRejectedReloadShows(t *testing.T) {
+	t.Parallel()
+	in := newInst(t)
+	good := `sources:
+  - {name: a, type: exec, command: ["/bin/true"], schedule: "@every 1h"}
+`
+	in.writeConfig(good)
+	d := in.start()
+	startSuccess := d.metric("pacer_config_last_reload_success_timestamp_seconds")
+	if startSuccess < float64(time.Now().Add(-time.Minute).Unix()) || d.metric("pacer_config_reload_failures_total") != 0 {
+		t.Fatalf("at start: last success %v (want about now), failures %v (want 0)", startSuccess, d.metric("pacer_config_reload_failures_total"))
+	}
+	code, body := d.do(http.MethodGet, "/readyz", "", "")
+	if code != 200 || strings.Contains(string(body), "warning") {
+		t.Fatalf("/readyz before any reload: %d %s", code, body)
+	}
+
+	in.writeConfig(good + "concurency: 4\n")
+	d.signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "the rejected reload counted", func() error {
+		if n := d.metric("pacer_config_reload_failures_total"); n != 1 {
+			return errf("pacer_config_reload_failures_total %v", n)
+		}
+		return nil
+	})
+	code, body = d.do(http.MethodGet, "/readyz", "", "")
+	var ready struct{ Status, Warning string }
+	if err := json.Unmarshal(body, &ready); err != nil || code != 200 || ready.Status != "ready" ||
+		!strings.Contains(ready.Warning, "reload") || !strings.Contains(ready.Warning, "rejected") {
+		t.Errorf("/readyz after a rejected reload: %d %s: want 200, ready, with a warning that says it", code, body)
+	}
+	if got := d.metric("pacer_config_last_reload_success_timestamp_seconds"); got != startSuccess {
+		t.Errorf("a rejected reload moved the last success from %v to %v", startSuccess, got)
+	}
+	if code, page := d.do(http.MethodGet, "/", "", ""); code != 200 || !strings.Contains(string(page), `class="warning" role="alert">the last reload`) {
+		t.Errorf("the status page has no banner for the rejected reload (%d):\n%.2000s", code, page)
+	}
+
+	in.writeConfig(good)
+	d.signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "the accepted reload to clear the warning", func() error {
+		if code, body := d.do(http.MethodGet, "/readyz", "", ""); code != 200 || strings.Contains(string(body), "warning") {
+			return errf("/readyz %d %s", code, body)
+		}
+		return nil
+	})
+	if got := d.metric("pacer_config_last_reload_success_timestamp_seconds"); got <= startSuccess || d.metric("pacer_config_reload_failures_total") != 1 {
+		t.Errorf("after an accepted reload: last success %v (start %v), failures %v (want 1)", got, startSuccess, d.metric("pacer_config_reload_failures_total"))
+	}
 }
