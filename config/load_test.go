@@ -422,18 +422,18 @@ sources:
     nmae: x
 `, nil)
 	want := []string{
-		"concurrensy: unknown key",
-		"admin.lisen: unknown key",
-		"log.lvl: unknown key",
-		"history.kep: unknown key",
-		"defaults.backof: unknown key",
+		"concurrensy: unknown key; did you mean concurrency?",
+		"admin.lisen: unknown key; did you mean listen?",
+		"log.lvl: unknown key; did you mean level?",
+		"history.kep: unknown key; did you mean keep?",
+		"defaults.backof: unknown key; did you mean backoff?",
 		"defaults.backoff.intial: unknown key",
 		"defaults.breaker.fail: unknown key",
 		"limits.g.rat: unknown key",
-		"sources[name=api].scheduel: unknown key",
+		"sources[name=api].scheduel: unknown key; did you mean schedule?",
 		"sources[name=api].backoff.jiter: unknown key",
 		"sources[name=api].breaker.cool: unknown key",
-		"sources[1].nmae: unknown key",
+		"sources[1].nmae: unknown key; did you mean name?",
 		"sources[1].name: required",
 	}
 	var got []string

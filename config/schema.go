@@ -135,7 +135,7 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 	case "sources":
 		sections.sources = p.val
 	default:
-		l.addf(path{}.key(p.key), "unknown key")
+		l.unknownKey(path{}.key(p.key), p.key, topKeys())
 	}
 }
 
@@ -165,7 +165,7 @@ func (l *loader) history(n *yaml.Node, h *History) {
 				h.Keep = v
 			}
 		default:
-			l.addf(at("history").key(p.key), "unknown key")
+			l.unknownKey(at("history").key(p.key), p.key, historyKeys())
 		}
 	}
 }
@@ -212,7 +212,7 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			}
 			l.secret(tok)
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, adminKeys())
 		}
 	}
 	if a.Listen != "" && a.TokenFile == "" && !isLoopback(a.Listen) {
@@ -256,7 +256,7 @@ func (l *loader) log(n *yaml.Node, lg *Log) {
 				}
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, logKeys())
 		}
 	}
 }
@@ -279,7 +279,7 @@ func (l *sourceReader) defaults(n *yaml.Node) (b inherited) {
 	defer func() { b.placeholder = l.placeholders != before }()
 	for _, p := range ps {
 		if !l.common(&b, p, at("defaults")) {
-			l.addf(at("defaults").key(p.key), "unknown key")
+			l.unknownKey(at("defaults").key(p.key), p.key, commonKeys())
 		}
 	}
 	return b
