@@ -69,6 +69,10 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.readSourceFiles(cfg, base, groups)
 	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
+	if sections.sources == nil && len(cfg.Sources) == 0 {
+		// Valid (a daemon may start empty), but likely not meant.
+		l.srcFiles.notes = append(l.srcFiles.notes, "no sources: nothing will be polled (write \"sources: []\" to mean it)")
+	}
 	return cfg
 }
 

@@ -77,3 +77,15 @@ func TestExpectStatusScalar(t *testing.T) {
 		t.Errorf("expect_status: 99: %v", ps)
 	}
 }
+
+// Issue 24 item 5: a config without sources loads, with a warning (a
+// note); "sources: []" says it is meant, and has none.
+func TestNoSourcesIsAWarning(t *testing.T) {
+	cfg := mustLoad(t, "concurrency: 2\n", nil)
+	if len(cfg.Sources) != 0 || len(cfg.Notes) != 1 || !strings.HasPrefix(cfg.Notes[0], "no sources:") {
+		t.Errorf("a config without sources: notes %q", cfg.Notes)
+	}
+	if cfg := mustLoad(t, "sources: []\n", nil); cfg.Notes != nil {
+		t.Errorf("sources: []: notes %q", cfg.Notes)
+	}
+}
