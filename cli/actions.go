@@ -52,6 +52,9 @@ func cmdAction(action string, args []string, env Env) (err error) {
 			return fmt.Errorf("unknown source %q", name)
 		}
 	}
+	if action == policy.ActionReset && resetWithoutStore(env.Stdout, cfg, pos, all) {
+		return nil
+	}
 	why := ""
 	if reason != nil {
 		why = *reason

@@ -51,6 +51,9 @@ func cmdRun(args []string, env Env) (err error) {
 	// the config in force (f.cfg, which a reload replaces).
 	defer f.redact(&err)
 
+	if err := checkAdminPort(cfg); err != nil {
+		return err
+	}
 	if lock, err = daemonLock(cfg, lock); err != nil {
 		return err
 	}
