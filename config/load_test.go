@@ -505,7 +505,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"header name", "sources:" + apiSource + "    headers: {\"Bad Name\": x}\n", nil, "sources[name=api].headers.Bad Name: "},
 		{"headers list", "sources:" + apiSource + "    headers: [a]\n", nil, "sources[name=api].headers: expected a mapping"},
 		{"expect_status range", "sources:" + apiSource + "    expect_status: [200, 700]\n", nil, "sources[name=api].expect_status[1]: "},
-		{"expect_status type", "sources:" + apiSource + "    expect_status: 200\n", nil, "sources[name=api].expect_status: expected a list"},
+		{"expect_status type", "sources:" + apiSource + "    expect_status: {code: 200}\n", nil, "sources[name=api].expect_status: expected a list"},
 		{"max_body zero", "sources:" + apiSource + "    max_body: 0\n", nil, "sources[name=api].max_body: "},
 		{"max_body unit", "sources:" + apiSource + "    max_body: 10XB\n", nil, "sources[name=api].max_body: "},
 		{"schedule never", "sources:" + apiSource + "    schedule: \"0 0 30 2 *\"\n", nil, "sources[name=api].schedule: invalid schedule \"0 0 30 2 *\": never fires"},
