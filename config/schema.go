@@ -182,7 +182,7 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 		kp := at("admin").key(p.key)
 		switch p.key {
 		case "listen":
-			v, ok := l.str(p.val, kp)
+			v, ok := l.publicStr(p.val, kp)
 			if !ok {
 				continue
 			}
