@@ -178,13 +178,17 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) reset(w http.ResponseWriter, r *http.Request) {
 	o, err := a.c.Reset(r.PathValue("name"))
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
 }
 
 func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := a.c.Trigger(name)
-	a.answer(w, http.StatusAccepted, map[string]string{"status": "triggered", "name": name}, err)
+	answer := map[string]string{"status": "triggered", "name": name}
+	if e, eerr := a.c.ExplainSource(name); err == nil && eerr == nil {
+		answer["why"] = e.Why
+	}
+	a.answer(w, http.StatusAccepted, answer, err)
 }
 
 func (a *api) pause(w http.ResponseWriter, r *http.Request) {
@@ -203,12 +207,26 @@ func (a *api) pause(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	o, err := a.c.Pause(r.PathValue("name"), body.Reason)
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
 }
 
 func (a *api) resume(w http.ResponseWriter, r *http.Request) {
 	o, err := a.c.Resume(r.PathValue("name"))
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
+}
+
+// withWhy is the answer of a POST that changed o: o with its "why" (the
+// sentence GET answers), so that the caller reads the action's effect; o
+// alone when the explanation cannot be had.
+func (a *api) withWhy(o view.SourceObject, err error) any {
+	if err != nil {
+		return o
+	}
+	e, err := a.c.ExplainSource(o.Name)
+	if err != nil {
+		return o
+	}
+	return e
 }
 
 // answer writes v with code, or the error with its status.
