@@ -91,6 +91,7 @@ type column struct {
 	Label string
 	Href  string // sort by it (toggling the order when it is the current one)
 	Arrow string // "▲", "▼" or ""
+	Num   bool   // a numeric column: right-aligned, as its cells
 }
 
 // rowView is a row of the table.
@@ -202,7 +203,7 @@ func columns(q listQuery) []column {
 	} {
 		nq := q
 		nq.Sort, nq.Desc, nq.Page = c.key, false, 1
-		col := column{Label: c.label}
+		col := column{Label: c.label, Num: c.key == "failures"}
 		if q.Sort == c.key {
 			col.Arrow = "▲"
 			if q.Desc {
@@ -239,6 +240,8 @@ type sourcePage struct {
 	Settings []setting
 	History  []domain.PollRecord
 	Strip    []stripItem
+	// TriggerOff is why the trigger button is disabled ("": it is not).
+	TriggerOff string
 }
 
 func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +260,8 @@ func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.log.Warn("dashboard: history", "source", name, "err", err)
 	}
-	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs}
+	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs,
+		TriggerOff: triggerOff(o.State)}
 	d.render(w, http.StatusOK, "source.html", p)
 }
 
