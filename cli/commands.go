@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -213,8 +214,7 @@ func cmdHistory(args []string, env Env) (err error) {
 
 // printHistoryTable prints poll records as an aligned table.
 func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
+	rows := [][]string{{"STARTED", "OUTCOME", "DURATION", "CODE", "BYTES", "ERROR"}}
 	for _, r := range recs {
 		code := "-"
 		if r.StatusCode != nil {
@@ -222,8 +222,13 @@ func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 		} else if r.ExitCode != nil {
 			code = "exit " + strconv.Itoa(*r.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
-			r.DurationMs, code, r.Bytes, clip(r.Error, 80))
+		rows = append(rows, []string{r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
+			strconv.FormatInt(r.DurationMs, 10) + "ms", code, strconv.FormatInt(r.Bytes, 10), clip(r.Error, 80)})
+	}
+	rightAlign(rows, 2, 3, 4)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }

@@ -113,3 +113,18 @@ func fitStatusRows(rows [][]string) {
 		r[n-2], r[n-1] = clip(r[n-2], errW), clip(r[n-1], whyW)
 	}
 }
+
+// rightAlign pads the cells of the columns cols of rows (the header
+// included) on the left to the column's width, so that a table printed
+// left-aligned shows those numbers right-aligned under their headers.
+func rightAlign(rows [][]string, cols ...int) {
+	for _, c := range cols {
+		width := 0
+		for _, r := range rows {
+			width = max(width, utf8.RuneCountInString(r[c]))
+		}
+		for _, r := range rows {
+			r[c] = strings.Repeat(" ", width-utf8.RuneCountInString(r[c])) + r[c]
+		}
+	}
+}

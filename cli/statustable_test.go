@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/view"
 	"github.com/pacer-dev/pacer/store"
 )
@@ -85,5 +86,26 @@ func TestStatusSaysNoDaemon(t *testing.T) {
 	defer func() { _ = lock.Release() }()
 	if _, errOut := run(); strings.Contains(errOut, "no daemon") {
 		t.Errorf("status while the daemon lock is held says no daemon: %q", errOut)
+	}
+}
+
+// Issue 24 item 5: the history table's numbers (DURATION, CODE, BYTES)
+// are right-aligned under their headers.
+func TestHistoryTableRightAligned(t *testing.T) {
+	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	code, exit := 200, 3
+	var b bytes.Buffer
+	printHistoryTable(&b, []domain.PollRecord{
+		{StartedAt: at, Outcome: "success", DurationMs: 12345, StatusCode: &code, Bytes: 1048576},
+		{StartedAt: at, Outcome: "failure", DurationMs: 7, ExitCode: &exit, Bytes: 0, Error: "boom"},
+	})
+	lines := strings.Split(b.String(), "\n")
+	for _, h := range []string{"DURATION", "CODE", "BYTES"} {
+		end := strings.Index(lines[0], h) + len(h)
+		for _, l := range lines[1:3] {
+			if end > len(l) || l[end-1] == ' ' || (end < len(l) && l[end] != ' ') {
+				t.Errorf("%s: a cell not right-aligned under its header:\n%s", h, b.String())
+			}
+		}
 	}
 }
