@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/pacer-dev/pacer/config"
+	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/store"
 )
 
@@ -26,6 +27,17 @@ func checkAdminPort(cfg *config.Config) error {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	return nil
+}
+
+// beforeAction checks the names of an action's sources, and answers a
+// reset without a store (resetWithoutStore); done: nothing more to do.
+func beforeAction(w io.Writer, cfg *config.Config, action string, names []string, all bool) (done bool, err error) {
+	for _, name := range names {
+		if _, ok := cfg.Source(name); !ok {
+			return false, fmt.Errorf("unknown source %q", name)
+		}
+	}
+	return action == policy.ActionReset && resetWithoutStore(w, cfg, names, all), nil
 }
 
 // resetWithoutStore answers a reset before any daemon has created the
