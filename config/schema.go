@@ -370,7 +370,7 @@ func (l *sourceReader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
 				}
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, backoffKeys())
 		}
 	}
 	if b.Max < b.Initial {
@@ -403,7 +403,7 @@ func (l *sourceReader) breaker(n *yaml.Node, where path, base Breaker) Breaker {
 				b.Cooldown = v
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, breakerKeys())
 		}
 	}
 	return b
@@ -449,7 +449,7 @@ func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 					lim.Burst = v
 				}
 			default:
-				l.addf(kp, "unknown key")
+				l.unknownKey(kp, g.key, limitKeys())
 			}
 		}
 		if lim.Concurrency == 0 && lim.Rate == 0 {

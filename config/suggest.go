@@ -22,6 +22,9 @@ func sourceKeys() []string {
 func adminKeys() []string   { return []string{"listen", "token_file"} }
 func logKeys() []string     { return []string{"level", "format"} }
 func historyKeys() []string { return []string{"keep"} }
+func backoffKeys() []string { return []string{"initial", "max", "multiplier", "jitter"} }
+func breakerKeys() []string { return []string{"failures", "cooldown"} }
+func limitKeys() []string   { return []string{"concurrency", "rate", "burst"} }
 
 // unknownKey reports key, at kp, as unknown, suggesting the nearest of
 // known (the keys of its mapping) when one is near enough to be a typo.
