@@ -60,12 +60,16 @@ type Options struct {
 	// Cluster, on a member of a cluster, lists its members for
 	// GET /api/cluster (nil: the daemon is alone, and the list is empty).
 	Cluster ClusterView
+	// Warning, if set, says what a ready daemon's operator should know
+	// ("": nothing), such as a rejected reload; /readyz answers it in
+	// "warning", still 200.
+	Warning func() string
 }
 
 // NewHandler returns the API's handler. Every request passes guard first
 // (cross-origin POSTs and DNS-rebinding Hosts get 403).
 func NewHandler(c Controller, g prometheus.Gatherer, opts Options) http.Handler {
-	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster,
+	a := &api{c: c, token: opts.Token, log: opts.Logger, clusterView: opts.Cluster, warning: opts.Warning,
 		listings: turns.New(listingsAtOnce, listingsWaiting, listingTurn)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -100,6 +104,7 @@ type api struct {
 	log         *slog.Logger
 	clusterView ClusterView
 	listings    *turns.Turns // GET /api/sources (listing.go)
+	warning     func() string
 }
 
 // only answers 405 (in JSON) to any method but m (and HEAD for GET).
@@ -141,6 +146,12 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	if a.warning != nil {
+		if warn := a.warning(); warn != "" {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "warning": warn})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
@@ -168,13 +179,17 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) reset(w http.ResponseWriter, r *http.Request) {
 	o, err := a.c.Reset(r.PathValue("name"))
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
 }
 
 func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := a.c.Trigger(name)
-	a.answer(w, http.StatusAccepted, map[string]string{"status": "triggered", "name": name}, err)
+	answer := map[string]string{"status": "triggered", "name": name}
+	if e, eerr := a.c.ExplainSource(name); err == nil && eerr == nil {
+		answer["why"] = e.Why
+	}
+	a.answer(w, http.StatusAccepted, answer, err)
 }
 
 func (a *api) pause(w http.ResponseWriter, r *http.Request) {
@@ -193,12 +208,26 @@ func (a *api) pause(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	o, err := a.c.Pause(r.PathValue("name"), body.Reason)
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
 }
 
 func (a *api) resume(w http.ResponseWriter, r *http.Request) {
 	o, err := a.c.Resume(r.PathValue("name"))
-	a.answer(w, http.StatusOK, o, err)
+	a.answer(w, http.StatusOK, a.withWhy(o, err), err)
+}
+
+// withWhy is the answer of a POST that changed o: o with its "why" (the
+// sentence GET answers), so that the caller reads the action's effect; o
+// alone when the explanation cannot be had.
+func (a *api) withWhy(o view.SourceObject, err error) any {
+	if err != nil {
+		return o
+	}
+	e, err := a.c.ExplainSource(o.Name)
+	if err != nil {
+		return o
+	}
+	return e
 }
 
 // answer writes v with code, or the error with its status.

@@ -47,10 +47,8 @@ func cmdAction(action string, args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, name := range pos {
-		if _, ok := cfg.Source(name); !ok {
-			return fmt.Errorf("unknown source %q", name)
-		}
+	if done, err := beforeAction(env.Stdout, cfg, action, pos, all); done || err != nil {
+		return err
 	}
 	why := ""
 	if reason != nil {

@@ -163,7 +163,7 @@ func (f *flags) loadForStore(env Env) (*config.Config, error) {
 func (f *flags) loadWith(env Env, opts config.Options) (*config.Config, error) {
 	cfg, err := config.LoadWith(*f.config, env.LookupEnv, opts)
 	if err != nil {
-		return nil, err
+		return nil, f.missingDefault(env, err)
 	}
 	f.cfg = cfg
 	return cfg, nil

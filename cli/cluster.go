@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,30 +170,7 @@ func (o shardOwners) of(src *config.Source) *string {
 
 // print prints the status table, with the owner column on a cluster.
 func (o shardOwners) print(w io.Writer, objs []view.Explained, now time.Time) {
-	if o == nil {
-		printStatusTable(w, objs, now)
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tOWNER\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR")
-	for _, obj := range objs {
-		next, owner := "-", "-"
-		if obj.NextRunAt != nil {
-			next = relative(obj.NextRunAt.Sub(now))
-		}
-		if obj.Owner != nil {
-			owner = *obj.Owner
-		}
-		lastErr := obj.LastError
-		switch {
-		case obj.ErrorReason != "":
-			lastErr = obj.ErrorReason
-		case obj.PausedReason != "":
-			lastErr = "paused: " + obj.PausedReason
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", obj.Name, clip(owner, 40), obj.State, obj.ConsecutiveFailures, next, clip(lastErr, 80))
-	}
-	_ = tw.Flush() // writing to a closed stdout: nothing to do
+	statusTable(w, objs, now, o != nil)
 }
 
 // memberLockTries bound how long a starting member waits for the shared

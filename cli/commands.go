@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,6 +45,9 @@ func cmdStatus(args []string, env Env) (err error) {
 	states, err := readStates(cfg, only)
 	if err != nil {
 		return err
+	}
+	if !*asJSON {
+		noteNoDaemon(env.Stderr, cfg)
 	}
 	owners, err := clusterOwners(cfg)
 	if err != nil {
@@ -159,30 +163,6 @@ func withBlocks(viewOf func(*config.Source) view.Explained, tab *hosts.Table, lo
 	}
 }
 
-// printStatusTable prints an aligned table a person can read at a glance.
-func printStatusTable(w io.Writer, objs []view.Explained, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tFAILURES\tNEXT RUN\tLAST ERROR\tWHY")
-	for _, o := range objs {
-		next := "-"
-		if o.NextRunAt != nil {
-			next = relative(o.NextRunAt.Sub(now))
-		}
-		lastErr := o.LastError
-		if lastErr != "" && o.LastErrorAt != nil {
-			// After a reset the state is ok beside the old error: say when.
-			lastErr = "(" + ago(now.Sub(*o.LastErrorAt)) + ") " + lastErr
-		}
-		if o.ErrorReason != "" {
-			lastErr = o.ErrorReason
-		} else if o.PausedReason != "" {
-			lastErr = "paused: " + o.PausedReason
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", o.Name, o.State, o.ConsecutiveFailures, next, clip(lastErr, 80), clip(o.Why, 80))
-	}
-	_ = tw.Flush() // writing to a closed stdout: nothing to do
-}
-
 // relative renders a duration as "in 42s", "in 3m", or "now" (overdue).
 func relative(d time.Duration) string {
 	if d <= 0 {
@@ -264,8 +244,7 @@ func cmdHistory(args []string, env Env) (err error) {
 
 // printHistoryTable prints poll records as an aligned table.
 func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
+	rows := [][]string{{"STARTED", "OUTCOME", "DURATION", "CODE", "BYTES", "ERROR"}}
 	for _, r := range recs {
 		code := "-"
 		if r.StatusCode != nil {
@@ -273,8 +252,13 @@ func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 		} else if r.ExitCode != nil {
 			code = "exit " + strconv.Itoa(*r.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
-			r.DurationMs, code, r.Bytes, clip(r.Error, 80))
+		rows = append(rows, []string{r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
+			strconv.FormatInt(r.DurationMs, 10) + "ms", code, strconv.FormatInt(r.Bytes, 10), clip(r.Error, 80)})
+	}
+	rightAlign(rows, 2, 3, 4)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }

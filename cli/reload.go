@@ -40,15 +40,16 @@ func parsedMost(cfg *config.Config) bool {
 
 // reload re-reads the config; an invalid one is rejected with each problem
 // logged, and the old one stays in force (rule 3.11). It returns the config
-// in force afterwards (also in f.cfg, which masks the daemon's errors).
-func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur *config.Config) *config.Config {
+// in force afterwards (also in f.cfg, which masks the daemon's errors) and
+// the number of problems of a rejected config.
+func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur *config.Config) (*config.Config, int) {
 	cfg, err := f.loadWith(env, config.Options{Previous: cur})
+	var ps config.Problems
 	if err == nil {
 		if err = sched.Reload(context.Background(), cfg); err != nil {
 			log.Error("reload failed; old config stays in force", "err", err)
 		}
 	} else {
-		var ps config.Problems
 		if errors.As(err, &ps) {
 			for _, p := range ps {
 				log.Error("reload rejected: invalid config", "problem", p.String())
@@ -59,13 +60,13 @@ func reload(f *flags, env Env, log *slog.Logger, sched *scheduler.Scheduler, cur
 	}
 	if err != nil {
 		f.cfg = cur
-		return cur
+		return cur, len(ps)
 	}
 	logNotes(log, cfg)
 	for _, key := range restartOnlyChanges(cur, cfg) {
 		log.Warn("configuration key changed; it takes effect at the next restart", "key", key)
 	}
-	return cfg
+	return cfg, 0
 }
 
 // logNotes logs the remarks on a loaded config that are not problems (a

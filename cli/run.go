@@ -51,6 +51,9 @@ func cmdRun(args []string, env Env) (err error) {
 	// the config in force (f.cfg, which a reload replaces).
 	defer f.redact(&err)
 
+	if err := checkAdminPort(cfg); err != nil {
+		return err
+	}
 	if lock, err = daemonLock(cfg, lock); err != nil {
 		return err
 	}
@@ -93,6 +96,9 @@ type runner struct {
 	ln    net.Listener
 	sigs  chan os.Signal
 	conc  int // the effective concurrency cap, for the start line
+	// reloads says whether the last reload was rejected (/readyz, the
+	// page, the metrics).
+	reloads *reloadStatus
 }
 
 // newRunner builds the daemon's parts; nothing runs yet.
@@ -106,6 +112,9 @@ func newRunner(cfg *config.Config, st *store.Store, log *slog.Logger) (*runner, 
 	prepareExecPolls(log)
 	fdLimit, fdCapOf := descriptorCap(cfg, log)
 	d := &runner{cfg: cfg, log: log, conc: cfg.Concurrency}
+	if d.reloads, err = newReloadStatus(reg, time.Now()); err != nil {
+		return nil, err
+	}
 	if fdLimit > 0 {
 		d.conc = min(d.conc, fdLimit)
 	}
@@ -197,7 +206,7 @@ func (d *runner) listen(token string, reg *prometheus.Registry, clusterView admi
 	if clusterView != nil {
 		members = clusterView
 	}
-	dash, err := dashboard.New(d.sched, dashboard.Options{Token: token, Logger: d.log, Cluster: members})
+	dash, err := dashboard.New(d.sched, dashboard.Options{Token: token, Logger: d.log, Cluster: members, Warning: d.reloads.Warning})
 	if err != nil {
 		return err
 	}
@@ -205,7 +214,8 @@ func (d *runner) listen(token string, reg *prometheus.Registry, clusterView admi
 	// port's share of the descriptor headroom (rule 7.3).
 	lim := admin.LimitListener(ln, adminConns)
 	d.ln = lim
-	d.srv = admin.NewServer(admin.NewHandler(d.sched, reg, admin.Options{Token: token, Logger: d.log, Dashboard: dash, Cluster: clusterView}), lim)
+	d.srv = admin.NewServer(admin.NewHandler(d.sched, reg, admin.Options{Token: token, Logger: d.log, Dashboard: dash, Cluster: clusterView,
+		Warning: d.reloads.Warning}), lim)
 	return nil
 }
 
@@ -267,7 +277,9 @@ func (d *runner) serve(f *flags, env Env) error {
 		if sig == syscall.SIGHUP {
 			sdNotify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 			prev := d.cfg
-			d.cfg = reload(f, env, d.log, d.sched, d.cfg)
+			var problems int
+			d.cfg, problems = reload(f, env, d.log, d.sched, d.cfg)
+			d.reloads.record(d.cfg != prev, problems, time.Now())
 			// A rejected config was parsed whole (its problems need the
 			// node tree): its garbage is released like a full parse's.
 			release := d.cfg == prev || parsedMost(d.cfg)

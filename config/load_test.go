@@ -422,18 +422,18 @@ sources:
     nmae: x
 `, nil)
 	want := []string{
-		"concurrensy: unknown key",
-		"admin.lisen: unknown key",
-		"log.lvl: unknown key",
-		"history.kep: unknown key",
-		"defaults.backof: unknown key",
-		"defaults.backoff.intial: unknown key",
+		"concurrensy: unknown key; did you mean concurrency?",
+		"admin.lisen: unknown key; did you mean listen?",
+		"log.lvl: unknown key; did you mean level?",
+		"history.kep: unknown key; did you mean keep?",
+		"defaults.backof: unknown key; did you mean backoff?",
+		"defaults.backoff.intial: unknown key; did you mean initial?",
 		"defaults.breaker.fail: unknown key",
-		"limits.g.rat: unknown key",
-		"sources[name=api].scheduel: unknown key",
-		"sources[name=api].backoff.jiter: unknown key",
+		"limits.g.rat: unknown key; did you mean rate?",
+		"sources[name=api].scheduel: unknown key; did you mean schedule?",
+		"sources[name=api].backoff.jiter: unknown key; did you mean jitter?",
 		"sources[name=api].breaker.cool: unknown key",
-		"sources[1].nmae: unknown key",
+		"sources[1].nmae: unknown key; did you mean name?",
 		"sources[1].name: required",
 	}
 	var got []string
@@ -505,7 +505,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"header name", "sources:" + apiSource + "    headers: {\"Bad Name\": x}\n", nil, "sources[name=api].headers.Bad Name: "},
 		{"headers list", "sources:" + apiSource + "    headers: [a]\n", nil, "sources[name=api].headers: expected a mapping"},
 		{"expect_status range", "sources:" + apiSource + "    expect_status: [200, 700]\n", nil, "sources[name=api].expect_status[1]: "},
-		{"expect_status type", "sources:" + apiSource + "    expect_status: 200\n", nil, "sources[name=api].expect_status: expected a list"},
+		{"expect_status type", "sources:" + apiSource + "    expect_status: {code: 200}\n", nil, "sources[name=api].expect_status: expected a list"},
 		{"max_body zero", "sources:" + apiSource + "    max_body: 0\n", nil, "sources[name=api].max_body: "},
 		{"max_body unit", "sources:" + apiSource + "    max_body: 10XB\n", nil, "sources[name=api].max_body: "},
 		{"schedule never", "sources:" + apiSource + "    schedule: \"0 0 30 2 *\"\n", nil, "sources[name=api].schedule: invalid schedule \"0 0 30 2 *\": never fires"},

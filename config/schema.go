@@ -71,6 +71,10 @@ func (l *loader) config(root *yaml.Node) *Config {
 	l.checkDependencies(cfg)
 	l.checkHosts(cfg)
 	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
+	if sections.sources == nil && len(cfg.Sources) == 0 {
+		// Valid (a daemon may start empty), but likely not meant.
+		l.srcFiles.notes = append(l.srcFiles.notes, "no sources: nothing will be polled (write \"sources: []\" to mean it)")
+	}
 	return cfg
 }
 
@@ -139,7 +143,7 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 	case "sources":
 		sections.sources = p.val
 	default:
-		l.addf(path{}.key(p.key), "unknown key")
+		l.unknownKey(path{}.key(p.key), p.key, topKeys())
 	}
 }
 
@@ -169,7 +173,7 @@ func (l *loader) history(n *yaml.Node, h *History) {
 				h.Keep = v
 			}
 		default:
-			l.addf(at("history").key(p.key), "unknown key")
+			l.unknownKey(at("history").key(p.key), p.key, historyKeys())
 		}
 	}
 }
@@ -182,7 +186,7 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 		kp := at("admin").key(p.key)
 		switch p.key {
 		case "listen":
-			v, ok := l.str(p.val, kp)
+			v, ok := l.publicStr(p.val, kp)
 			if !ok {
 				continue
 			}
@@ -216,7 +220,7 @@ func (l *loader) admin(n *yaml.Node, a *Admin) {
 			}
 			l.secret(tok)
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, adminKeys())
 		}
 	}
 	if a.Listen != "" && a.TokenFile == "" && !isLoopback(a.Listen) {
@@ -260,7 +264,7 @@ func (l *loader) log(n *yaml.Node, lg *Log) {
 				}
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, logKeys())
 		}
 	}
 }
@@ -283,7 +287,7 @@ func (l *sourceReader) defaults(n *yaml.Node) (b inherited) {
 	defer func() { b.placeholder = l.placeholders != before }()
 	for _, p := range ps {
 		if !l.common(&b, p, at("defaults")) {
-			l.addf(at("defaults").key(p.key), "unknown key")
+			l.unknownKey(at("defaults").key(p.key), p.key, commonKeys())
 		}
 	}
 	return b
@@ -370,7 +374,7 @@ func (l *sourceReader) backoff(n *yaml.Node, where path, base Backoff) Backoff {
 				}
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, backoffKeys())
 		}
 	}
 	if b.Max < b.Initial {
@@ -403,7 +407,7 @@ func (l *sourceReader) breaker(n *yaml.Node, where path, base Breaker) Breaker {
 				b.Cooldown = v
 			}
 		default:
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, breakerKeys())
 		}
 	}
 	return b
@@ -449,7 +453,7 @@ func (l *loader) limits(n *yaml.Node, out map[string]Limit) map[string]bool {
 					lim.Burst = v
 				}
 			default:
-				l.addf(kp, "unknown key")
+				l.unknownKey(kp, g.key, limitKeys())
 			}
 		}
 		if lim.Concurrency == 0 && lim.Rate == 0 {

@@ -156,12 +156,21 @@ func sameName(names []string, name string) string {
 	return ""
 }
 
-// expectStatus reads an http source's list of accepted statuses.
+// expectStatus reads an http source's accepted statuses: a list, or one
+// status (expect_status: 200).
 func (l *valueReader) expectStatus(n *yaml.Node, where path) []int {
-	items, _ := l.items(n, where)
+	var items []*yaml.Node
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		items = []*yaml.Node{n} // expect_status: 200, a list of one
+	} else {
+		items, _ = l.items(n, where)
+	}
 	var out []int
 	for i, it := range items {
 		ip := where.index(i)
+		if it == n {
+			ip = where
+		}
 		v, ok := l.integer(it, ip)
 		if !ok {
 			continue

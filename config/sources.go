@@ -169,7 +169,7 @@ func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map
 		case isHTTPKey(p.key) || isExecKey(p.key):
 			l.typedKey(&s, p, kp)
 		case !l.common(&b, p, prefix):
-			l.addf(kp, "unknown key")
+			l.unknownKey(kp, p.key, sourceKeys())
 		}
 	}
 	l.requireTypeKeys(&s, ps, prefix)

@@ -77,6 +77,9 @@ type Options struct {
 	RefreshEvery time.Duration
 	// Cluster lists the members of this daemon's cluster (nil: none).
 	Cluster ClusterView
+	// Warning, if set, is shown in a banner on every page when it says
+	// something (a rejected reload).
+	Warning func() string
 }
 
 // Dashboard is the status page's handler.
@@ -94,6 +97,7 @@ type Dashboard struct {
 	table    *tableCache  // the table's shared snapshots
 	gate     *turns.Turns // bounds the table's page builds
 	hosts    *hostShareCache
+	warning  func() string
 }
 
 // Paths the admin mux routes to the dashboard.
@@ -108,7 +112,7 @@ const (
 // New returns the dashboard over c.
 func New(c Controller, opts Options) (*Dashboard, error) {
 	d := &Dashboard{c: c, token: opts.Token, log: opts.Logger, now: opts.Now, refresh: opts.RefreshEvery, cluster: opts.Cluster,
-		table: newTableCache(c), hosts: newHostShareCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
+		warning: opts.Warning, table: newTableCache(c), hosts: newHostShareCache(c), gate: turns.New(maxBuilds, maxWaiting, waitTurn)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

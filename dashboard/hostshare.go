@@ -159,4 +159,3 @@ func hostNote(s *hostShares) string {
 	return fmt.Sprintf("%s http sources on %s hosts, computed %s UTC (at most every %d s)",
 		svgchart.Thousands(int64(s.sources)), svgchart.Thousands(int64(s.total)), s.built.UTC().Format("15:04:05"), int(hostShareAge/time.Second))
 }
-

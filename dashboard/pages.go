@@ -29,6 +29,7 @@ type base struct {
 	Authorized    bool   // this browser may act
 	Loopback      bool   // the client is on this machine (no token case)
 	Flash         string
+	Warning       string // a banner: the last reload was rejected
 	Back          string // the URL to return to after login or an action
 }
 
@@ -37,6 +38,9 @@ func (d *Dashboard) base(w http.ResponseWriter, r *http.Request, title string) b
 		Authorized: d.authorized(r), Loopback: fromLoopback(r), Back: r.URL.RequestURI()}
 	if r.Method == http.MethodGet && w != nil {
 		b.Flash = takeFlash(w, r)
+	}
+	if d.warning != nil {
+		b.Warning = d.warning()
 	}
 	return b
 }
@@ -89,6 +93,7 @@ type column struct {
 	Label string
 	Href  string // sort by it (toggling the order when it is the current one)
 	Arrow string // "▲", "▼" or ""
+	Num   bool   // a numeric column: right-aligned, as its cells
 }
 
 // rowView is a row of the table.
@@ -200,7 +205,7 @@ func columns(q listQuery) []column {
 	} {
 		nq := q
 		nq.Sort, nq.Desc, nq.Page = c.key, false, 1
-		col := column{Label: c.label}
+		col := column{Label: c.label, Num: c.key == "failures"}
 		if q.Sort == c.key {
 			col.Arrow = "▲"
 			if q.Desc {
@@ -238,6 +243,8 @@ type sourcePage struct {
 	History  []domain.PollRecord
 	Strip    []stripItem
 	Charts   sourceCharts
+	// TriggerOff is why the trigger button is disabled ("": it is not).
+	TriggerOff string
 }
 
 func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +264,7 @@ func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
 		d.log.Warn("dashboard: history", "source", name, "err", err)
 	}
 	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs,
-		Charts: sourceCharts{Polls: pollsChart(recs), Share: sourceShareChart(o, recs)}}
+		Charts: sourceCharts{Polls: pollsChart(recs), Share: sourceShareChart(o, recs)}, TriggerOff: triggerOff(o.State)}
 	d.render(w, http.StatusOK, "source.html", p)
 }
 

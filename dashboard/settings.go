@@ -66,7 +66,7 @@ func sourceSettings(src *config.Source, redact func(string) string) []setting {
 		if len(src.ExpectStatus) > 0 {
 			exp = strings.Trim(fmt.Sprint(src.ExpectStatus), "[]")
 		}
-		out = append(out, setting{"expect_status", exp}, setting{"max_body", strconv.FormatInt(src.MaxBody, 10) + " bytes"})
+		out = append(out, setting{"expect_status", exp}, setting{"max_body", humanBytes(src.MaxBody)})
 		if src.FollowRedirects != nil && !*src.FollowRedirects {
 			out = append(out, setting{"follow_redirects", "false"})
 		}

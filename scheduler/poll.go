@@ -79,7 +79,7 @@ func (w *workers) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, j 
 	// Rule 3.8: the previous poll's state is committed before this one.
 	w.flush.WaitAt(pollCtx, j.Source.sl, seq)
 	if j.Trigger && p.brk != nil {
-		p.brk.ForceProbe()
+		w.forceProbe(j.Source, p.brk)
 	}
 	return w.poll(timeouts, *j, poller, p), true
 }
