@@ -10,6 +10,7 @@ package conditions
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -126,12 +127,32 @@ func NewCompiler(prev *Compiler) *Compiler {
 	return c
 }
 
-// Seal ends the load: the compiler forgets the previous one, keeping only
-// what this load used.
-func (c *Compiler) Seal() {
-	if c != nil {
-		c.prev = nil
+// Seal ends the load: the compiler forgets the previous one, keeping of
+// it what this load used and the Sets still live (those of the sources a
+// load took unchanged from the previous config), so that the next load
+// compiles none of them again.
+func (c *Compiler) Seal(live iter.Seq[*Set]) {
+	if c == nil || c.prev == nil {
+		return
 	}
+	keep := map[*Set]bool{}
+	if live != nil {
+		for s := range live {
+			keep[s] = true
+		}
+	}
+	for k, s := range c.prev.sets {
+		if _, ok := c.sets[k]; ok || !keep[s] {
+			continue
+		}
+		c.sets[k] = s
+		for _, x := range append(s.conds[:len(s.conds):len(s.conds)], s.sel) {
+			if x != nil {
+				c.exprs[x.key] = x
+			}
+		}
+	}
+	c.prev = nil
 }
 
 // env returns the environment of kind k, made on first use (cel.NewEnv
@@ -259,7 +280,7 @@ func (c *Compiler) compile(key exprKey) (*compiled, *Problem) {
 	if err != nil {
 		return nil, &Problem{Msg: err.Error()}
 	}
-	x := &compiled{text: key.text, prg: prg}
+	x := &compiled{key: key, text: key.text, prg: prg}
 	x.scan(checked.NativeRep())
 	return x, nil
 }
@@ -313,6 +334,7 @@ func never(k Kind, name string) string {
 
 // compiled is one compiled expression.
 type compiled struct {
+	key   exprKey
 	text  string
 	prg   cel.Program
 	reads reads

@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,18 +189,22 @@ func itoa(i int) string {
 func TestCompilerReuse(t *testing.T) {
 	c1 := NewCompiler(nil)
 	s1, _ := c1.Compile(HTTP, []string{`status == 200`}, `body.json`)
-	c1.Seal()
+	c1.Seal(nil)
 	c2 := NewCompiler(c1)
 	s2, _ := c2.Compile(HTTP, []string{`status == 200`}, `body.json`)
 	x2, _ := c2.Compile(HTTP, []string{`status == 200`, `duration < duration("1s")`}, "")
-	c2.Seal()
+	c2.Seal(nil)
 	if s1 != s2 || x2.conds[0] != s1.conds[0] {
 		t.Fatalf("the second load compiled again what the first did")
 	}
 	c3 := NewCompiler(c2)
-	c3.Seal()
-	if len(c3.exprs) != 0 || c3.prev != nil {
-		t.Fatalf("a sealed compiler keeps %d expressions and its previous one", len(c3.exprs))
+	c3.Seal(slices.Values([]*Set{s1}))
+	if len(c3.exprs) != 2 || len(c3.sets) != 1 || c3.prev != nil {
+		t.Fatalf("a sealed compiler keeps %d expressions, %d sets and its previous one", len(c3.exprs), len(c3.sets))
+	}
+	c4 := NewCompiler(c3)
+	if s4, _ := c4.Compile(HTTP, []string{`status == 200`}, `body.json`); s4 != s1 {
+		t.Fatalf("a live set was compiled again")
 	}
 	if !s1.NeedsBody() || s1.NeedsHeaders() || s1.NeedsTLS() || !s1.Selects() {
 		t.Fatalf("reads of %v wrong", s1.Conditions())

@@ -101,6 +101,9 @@ type fpDoc[S, M any] struct {
 	Auth   string `json:"auth,omitempty"`
 	// Deliver is the deliver block's digest, written only when set.
 	Deliver string `json:"deliver,omitempty"`
+	// Conditions is the digest of the conditions and select (contract
+	// section 14), written only when set.
+	Conditions string `json:"conditions,omitempty"`
 }
 
 // newFPDoc returns the canonical document of s, its strings, lists of
@@ -116,6 +119,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		Conditional: onlyFalse(s.Conditional), ErrorReprobe: int64(s.ErrorReprobe),
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
 		Client: s.Client.Key(), Auth: s.Auth.digest(), Deliver: s.Deliver.digest(),
+		Conditions: conditionsDigest(s),
 	}
 }
 

@@ -174,6 +174,7 @@ func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map
 	l.finishClient(&s, &b.client, prefix)
 	l.finishResults(&s, &b.results)
 	l.finishDeliver(&s, &b.deliver)
+	l.finishConditions(&s, &b.conds, prefix)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
 	if !b.placeholder && l.placeholders == before {
