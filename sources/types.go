@@ -5,7 +5,10 @@
 // sockets, files and processes only inside Poll.
 package sources
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // Result is what one poll observed. Classification into success, failure and
 // throttling is done here; timing policy (backoff, Retry-After) is not.
@@ -45,6 +48,13 @@ type Result struct {
 	Body *Capture
 	// ContentType is the Content-Type of an http answer kept in Body, or "".
 	ContentType string
+
+	// For the conditions of a source that has them (contract section 14):
+	// Answer is the http answer (its body read) when an expression reads
+	// its headers or certificate (nil otherwise), and Condition is the
+	// expression of the condition that failed the poll, or "".
+	Answer    *http.Response
+	Condition string
 }
 
 // Validators are the ETag and Last-Modified of the last delivered 200
