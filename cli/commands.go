@@ -221,6 +221,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	redact := cfg.Redactor().Redact
 	for i := range recs {
 		recs[i].Error = redact(recs[i].Error)
+		recs[i].Condition = redact(recs[i].Condition)
 	}
 	if *asJSON {
 		if recs == nil {
@@ -235,7 +236,7 @@ func cmdHistory(args []string, env Env) (err error) {
 // printHistoryTable prints poll records as an aligned table.
 func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tERROR")
+	fmt.Fprintln(tw, "STARTED\tOUTCOME\tDURATION\tCODE\tBYTES\tCONDITION\tERROR")
 	for _, r := range recs {
 		code := "-"
 		if r.StatusCode != nil {
@@ -243,8 +244,12 @@ func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 		} else if r.ExitCode != nil {
 			code = "exit " + strconv.Itoa(*r.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
-			r.DurationMs, code, r.Bytes, clip(r.Error, 80))
+		cond := "-"
+		if r.Condition != "" {
+			cond = clip(r.Condition, 40)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%d\t%s\t%s\n", r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
+			r.DurationMs, code, r.Bytes, cond, clip(r.Error, 80))
 	}
 	_ = tw.Flush() // writing to a closed stdout: nothing to do
 }
