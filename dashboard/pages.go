@@ -235,6 +235,8 @@ type sourcePage struct {
 	Settings []setting
 	History  []domain.PollRecord
 	Strip    []stripItem
+	// LastCondition is the condition that failed last (contract 14), or "".
+	LastCondition string
 }
 
 func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
@@ -253,7 +255,8 @@ func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.log.Warn("dashboard: history", "source", name, "err", err)
 	}
-	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs}
+	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs,
+		LastCondition: lastCondition(recs, red.Redact)}
 	d.render(w, http.StatusOK, "source.html", p)
 }
 
