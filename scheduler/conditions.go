@@ -36,7 +36,7 @@ func checkResult(ctx context.Context, src *config.Source, res *sources.Result, s
 	switch {
 	case out.Err != nil:
 		res.Err = sources.NewError(redact(out.Err.Error()), nil, false)
-		res.Condition, res.Digest, res.ETag, res.LastModified = out.Condition, "", "", ""
+		res.Condition, res.Digest, res.ETag, res.LastModified = redact(out.Condition), "", "", ""
 		dropBody(res)
 	case out.Selected != nil:
 		sum := sha256.Sum256(out.Selected)
