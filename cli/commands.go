@@ -231,6 +231,7 @@ func cmdHistory(args []string, env Env) (err error) {
 	redact := cfg.Redactor().Redact
 	for i := range recs {
 		recs[i].Error = redact(recs[i].Error)
+		recs[i].Condition = redact(recs[i].Condition)
 	}
 	if *asJSON {
 		if recs == nil {
@@ -244,7 +245,7 @@ func cmdHistory(args []string, env Env) (err error) {
 
 // printHistoryTable prints poll records as an aligned table.
 func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
-	rows := [][]string{{"STARTED", "OUTCOME", "DURATION", "CODE", "BYTES", "ERROR"}}
+	rows := [][]string{{"STARTED", "OUTCOME", "DURATION", "CODE", "BYTES", "CONDITION", "ERROR"}}
 	for _, r := range recs {
 		code := "-"
 		if r.StatusCode != nil {
@@ -252,8 +253,12 @@ func printHistoryTable(w io.Writer, recs []domain.PollRecord) {
 		} else if r.ExitCode != nil {
 			code = "exit " + strconv.Itoa(*r.ExitCode)
 		}
+		cond := "-"
+		if r.Condition != "" {
+			cond = clip(r.Condition, 40)
+		}
 		rows = append(rows, []string{r.StartedAt.UTC().Format(time.RFC3339), r.Outcome,
-			strconv.FormatInt(r.DurationMs, 10) + "ms", code, strconv.FormatInt(r.Bytes, 10), clip(r.Error, 80)})
+			strconv.FormatInt(r.DurationMs, 10) + "ms", code, strconv.FormatInt(r.Bytes, 10), cond, clip(r.Error, 80)})
 	}
 	rightAlign(rows, 2, 3, 4)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -104,6 +104,9 @@ type fpDoc[S, M any] struct {
 	// DependsOn and RespectCache (contract section 13) only when set.
 	DependsOn    []S  `json:"depends_on,omitempty"`
 	RespectCache bool `json:"respect_cache,omitempty"`
+	// Conditions is the digest of the conditions and select (contract
+	// section 14), written only when set.
+	Conditions string `json:"conditions,omitempty"`
 }
 
 // newFPDoc returns the canonical document of s, its strings, lists of
@@ -120,6 +123,7 @@ func newFPDoc[S, M any](s *Source, str func(string) S, list func([]string) []S, 
 		Command: list(s.Command), Env: dict(s.Env), Dir: str(s.Dir),
 		Client: s.Client.Key(), Auth: s.Auth.digest(), Deliver: s.Deliver.digest(),
 		DependsOn: emptyList(list(s.DependsOn)), RespectCache: s.RespectCache,
+		Conditions: conditionsDigest(s),
 	}
 }
 

@@ -263,6 +263,10 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("notify: {on: [error, open], webhook: {url: \"http://h/${A}\", headers: {K: v}}, timeout: 1s, max_age: 1h}\n" +
 		"defaults: {deliver: {file: \"out/{name}.json\", when: always}}\n" +
 		"sources: [{name: a, type: exec, command: [\"true\"], deliver: {command: [\"cat\"], webhook: {url: \"https://s/\"}}}, {name: b, type: exec, command: [\"true\"], deliver: null}]"))
+	f.Add([]byte("defaults: {conditions: [\"status == 200\"]}\n" +
+		"sources: [{name: a, type: http, url: \"https://x/\", conditions: [\"body.json.status == 'ok'\", \"tls.not_after - now > duration('336h')\", " +
+		"\"duration < duration('2s')\", \"headers['x'] == 'y'\"], select: \"body.json.items.map(i, i.id)\"}, " +
+		"{name: b, type: exec, command: [\"true\"], conditions: [\"exit_code == 0\", \"stdout.json.ok\", \"tls.x\"], select: \"stdout.(\"}]"))
 	// One directory per fuzzing process (inputs run one at a time in it):
 	// a t.TempDir per input would cost more than Load itself.
 	path := filepath.Join(f.TempDir(), "c.yaml")

@@ -1,6 +1,10 @@
 package config
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/pacer-dev/pacer/conditions"
+)
 
 // The loader of one Load is built in layers, each owning its own state and
 // calling only itself and the layers below it (each embeds the one below,
@@ -75,6 +79,9 @@ type sourceReader struct {
 	schedules map[string]parsedSchedule // valid schedules by their text (they are immutable)
 	fp        fingerprinter
 	arena     sourceArena // where the sources read are kept
+	// exprs compiles conditions (made on first use); prevExprs is
+	// Options.Previous's, whose expressions it reuses.
+	exprs, prevExprs *conditions.Compiler
 }
 
 // loader holds the state of one Load call: the top level of the config,
@@ -106,6 +113,9 @@ func newLoader(path, abs string, env func(string) (string, bool), opts Options) 
 	}
 	vals := &valueReader{decoder: dec, looked: map[string]lookResult{}, checked: map[string]string{}, dirs: map[string]dirResult{}}
 	src := &sourceReader{blockReader: &blockReader{valueReader: vals}, schedules: map[string]parsedSchedule{}}
+	if opts.Previous != nil {
+		src.prevExprs = opts.Previous.exprs // exprs is made on first use
+	}
 	return &loader{sourceReader: src}
 }
 
@@ -115,5 +125,16 @@ func (l *loader) result(cfg *Config, abs string) *Config {
 	cfg.Secrets = l.secrets
 	cfg.SourceFiles, cfg.Notes = l.srcFiles.rel, l.srcFiles.notes
 	cfg.masks = l.maskList
+	if l.exprs == nil && l.prevExprs != nil {
+		l.exprs = conditions.NewCompiler(l.prevExprs)
+	}
+	l.exprs.Seal(func(yield func(*conditions.Set) bool) {
+		for _, s := range cfg.Sources {
+			if s.Checks != nil && !yield(s.Checks) {
+				return
+			}
+		}
+	})
+	cfg.exprs = l.exprs
 	return cfg
 }

@@ -25,9 +25,10 @@ type inherited struct {
 	// placeholder says that a value came from an unset ${VAR}
 	// (Options.ForStore): the sources' fingerprints are unknown.
 	placeholder bool
-	client      clientSpec  // tls, proxy_url, http2, follow_redirects (source_client.go)
-	results     resultSpec  // conditional (source_results.go)
-	deliver     deliverSpec // deliver (source_deliver.go)
+	client      clientSpec    // tls, proxy_url, http2, follow_redirects (source_client.go)
+	results     resultSpec    // conditional (source_results.go)
+	deliver     deliverSpec   // deliver (source_deliver.go)
+	conds       conditionSpec // conditions, select (source_conditions.go)
 }
 
 // config reads the top level: each section in turn, then limits (which
@@ -332,7 +333,8 @@ func (l *sourceReader) common(b *inherited, p pair, prefix path) bool {
 			b.errorAfter = v
 		}
 	default:
-		return l.resultKey(&b.results, p, kp) || l.clientKey(&b.client, p, kp) || l.deliverKey(&b.deliver, p, kp)
+		return l.resultKey(&b.results, p, kp) || l.clientKey(&b.client, p, kp) || l.deliverKey(&b.deliver, p, kp) ||
+			l.conditionKey(&b.conds, p, kp)
 	}
 	return true
 }

@@ -179,6 +179,7 @@ func (l *sourceReader) source(n *yaml.Node, prefix path, b inherited, groups map
 		s.Host, _ = HostOf(s.URL)
 	}
 	l.finishDeliver(&s, &b.deliver)
+	l.finishConditions(&s, &b.conds, prefix)
 	s.ScheduleSpec, s.Schedule = b.scheduleSpec, b.schedule
 	s.Timeout, s.Backoff, s.Breaker, s.ErrorAfter = b.timeout, b.backoff, b.breaker, b.errorAfter
 	if !b.placeholder && l.placeholders == before {

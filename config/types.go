@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/breaker"
+	"github.com/pacer-dev/pacer/conditions"
 )
 
 // Config is the resolved configuration. Nothing in it needs further
@@ -61,6 +62,9 @@ type Config struct {
 	// fast is what the next Load may reuse of this one (Options.Previous,
 	// fastload.go), or nil.
 	fast *fastCache
+	// exprs compiled the sources' conditions; the next Load reuses what
+	// it compiled (Options.Previous).
+	exprs *conditions.Compiler
 }
 
 // Admin configures the admin HTTP API.
@@ -166,6 +170,12 @@ type Source struct {
 	// Auth is the Authorization from basic_auth or bearer_token_file, or
 	// nil. Its password and token are secrets.
 	Auth *Auth
+
+	// Conditions and Select are the CEL expressions of contract section 14
+	// as written; Checks is them compiled (nil without any).
+	Conditions []string
+	Select     string
+	Checks     *conditions.Set
 }
 
 // Schedule yields the next activation time strictly after t.

@@ -245,6 +245,8 @@ type sourcePage struct {
 	Charts   sourceCharts
 	// TriggerOff is why the trigger button is disabled ("": it is not).
 	TriggerOff string
+	// LastCondition is the condition that failed last (contract 14), or "".
+	LastCondition string
 }
 
 func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +266,8 @@ func (d *Dashboard) source(w http.ResponseWriter, r *http.Request) {
 		d.log.Warn("dashboard: history", "source", name, "err", err)
 	}
 	p := sourcePage{base: d.base(w, r, name+" · pacer"), Source: o, Settings: settings(&src, red.Redact), History: recs,
-		Charts: sourceCharts{Polls: pollsChart(recs), Share: sourceShareChart(o, recs)}, TriggerOff: triggerOff(o.State)}
+		Charts: sourceCharts{Polls: pollsChart(recs), Share: sourceShareChart(o, recs)}, TriggerOff: triggerOff(o.State),
+		LastCondition: lastCondition(recs, red.Redact)}
 	d.render(w, http.StatusOK, "source.html", p)
 }
 

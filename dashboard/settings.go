@@ -47,6 +47,7 @@ func settings(src *config.Source, redact func(string) string) []setting {
 		out = append(out, setting{"limit", src.Limit})
 	}
 	out = append(out, sourceSettings(src, redact)...)
+	out = append(out, conditionSettings(src, redact)...)
 	return append(out, deliverSettings(src.Deliver, redact)...)
 }
 

@@ -86,4 +86,7 @@ type PollRecord struct {
 	// Digest is the SHA-256 (hex) of the body or stdout of a successful
 	// poll; "" for a 304 or a failure.
 	Digest string `json:"digest"`
+	// Condition is the expression of the condition that failed the poll
+	// (contract 14.5), or "".
+	Condition string `json:"condition"`
 }

@@ -147,7 +147,7 @@ func (w *workers) poll(timeouts *pollTimeouts, j queue.Job[*entry], poller sourc
 	if p.src.Deliver != nil {
 		dl = &delivery{d: w.deps, ctx: ctx, src: p.src, redact: p.redact, last: p.last, start: start}
 	}
-	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, w.clock.Now)
+	res, brk, err := call(ctx, p.src, poller, p.prior, p.brk, dl, w.clock.Now, p.redact.Redact)
 	timeouts.stop()
 	p.undelivered = dl != nil && dl.failed
 	end, skew, ok := w.clk.readClocks()
@@ -173,16 +173,25 @@ func (w *workers) poll(timeouts *pollTimeouts, j queue.Job[*entry], poller sourc
 // conditional request (sources.ConditionalPoller) is given prior. With
 // dl set (a source with deliver), a successful result is handed to it
 // inside the breaker's call: its error is the poll's (contract 9.4). The
-// result's Body is closed before call returns, in every case.
+// result's Body is closed before call returns, in every case. A source
+// with conditions or select has them run on a success first (checkResult;
+// redact masks the secrets of their messages).
 func call(ctx context.Context, src *config.Source, poller sources.Poller, prior sources.Validators, brk *breaker.Breaker,
-	dl *delivery, now func() time.Time) (sources.Result, *breaker.Breaker, error) {
+	dl *delivery, now func() time.Time, redact func(string) string) (sources.Result, *breaker.Breaker, error) {
 	var res sources.Result
 	cp, conditional := poller.(sources.ConditionalPoller)
 	fn := func() error {
+		var start time.Time
+		if src.Checks != nil {
+			start = now()
+		}
 		if conditional {
 			res = cp.PollSince(ctx, prior)
 		} else {
 			res = poller.Poll(ctx)
+		}
+		if src.Checks != nil && res.Err == nil && !res.NotModified {
+			checkResult(ctx, src, &res, start, now, redact)
 		}
 		if res.Body != nil {
 			if res.Err == nil && dl != nil {
@@ -325,6 +334,7 @@ func recordOf(name string, p *pollResult, o *policy.Outcome) *domain.PollRecord 
 		Error:      o.Err,
 		Bytes:      p.res.Bytes,
 		Digest:     o.Result.Digest,
+		Condition:  p.res.Condition,
 	}
 	if p.res.StatusCode > 0 {
 		r.rec.StatusCode = &r.status

@@ -122,8 +122,8 @@ func hostOutcome(j queue.Job[*entry], p *pollResult, o *policy.Outcome, next tim
 		out.ConnFailure, out.Detail = true, connDetail(res.Err)
 	case res.Throttled:
 		out.Throttled, out.ThrottledUntil, out.Detail = true, next, o.Err
-	case res.Header != nil:
-		if until, ok := ups.QuotaUntil(res.Header, p.end); ok {
+	case res.Answer != nil:
+		if until, ok := ups.QuotaUntil(res.Answer.Header, p.end); ok {
 			out.Throttled, out.ThrottledUntil, out.Detail = true, until, "quota spent"
 		}
 	}
@@ -252,10 +252,10 @@ func nextRun(st *domain.SourceState) time.Time {
 // never earlier than its schedule) after a success of a source with
 // respect_cache. mu held.
 func (t *table) respectCache(e *entry, p *pollResult, o *policy.Outcome) {
-	if !e.src.RespectCache || o.Kind != domain.OutcomeSuccess || p.res.Header == nil {
+	if !e.src.RespectCache || o.Kind != domain.OutcomeSuccess || p.res.Answer == nil {
 		return
 	}
-	until, ok := ups.CacheUntil(p.res.Header, o.End)
+	until, ok := ups.CacheUntil(p.res.Answer.Header, o.End)
 	if !ok || !until.After(nextRun(&e.st)) {
 		return
 	}

@@ -72,7 +72,7 @@ func NewExec(src *config.Source, redact func(string) string) Poller {
 		dir:     src.Dir,
 		timeout: src.Timeout,
 		redact:  orIdentity(redact),
-		capture: src.Deliver != nil,
+		capture: src.Deliver != nil || src.Checks.NeedsBody(),
 	}
 	name := ""
 	if len(src.Command) > 0 {

@@ -116,7 +116,8 @@ func NewHTTP(src *config.Source, client *http.Client, redact func(string) string
 // newHTTP returns the poller of src sending through client, src's own (see
 // deriveClient).
 func newHTTP(src *config.Source, client *http.Client, redact func(string) string) *httpPoller {
-	p := &httpPoller{src: src, auth: src.Auth.Header(), client: client, redact: orIdentity(redact), capture: src.Deliver != nil}
+	p := &httpPoller{src: src, auth: src.Auth.Header(), client: client, redact: orIdentity(redact),
+		capture: src.Deliver != nil || src.Checks.NeedsBody()}
 	p.conditional = p.method() == http.MethodGet && (src.Conditional == nil || *src.Conditional) &&
 		(src.Deliver == nil || !src.Deliver.Always)
 	return p
@@ -173,7 +174,7 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 		return res
 	}
 	defer resp.Body.Close()
-	res.StatusCode, res.Header = resp.StatusCode, resp.Header
+	res.StatusCode, res.Answer = resp.StatusCode, resp
 
 	switch {
 	case resp.StatusCode == http.StatusNotModified && sent:
@@ -229,6 +230,9 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 		}
 		if resp.StatusCode == http.StatusOK {
 			res.ETag, res.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+		}
+		if p.src.Checks != nil {
+			forConditions(p.src.Checks, resp, res)
 		}
 	}
 	c.Close() // a failed poll's capture (nil otherwise)

@@ -22,10 +22,6 @@ type Result struct {
 	RetryAfter string
 	// StatusCode is the HTTP status, or 0 (exec, or no response).
 	StatusCode int
-	// Header is the answer's header (http, when there was an answer), for
-	// what the scheduler reads of it: a spent quota and the cache
-	// lifetime (contract 13.2, 13.6). Read only.
-	Header http.Header
 	// ExitCode is the exit status of an exec poll, or -1 (http, or killed).
 	ExitCode int
 	// Bytes is the number of response body (http) or stdout (exec) bytes read.
@@ -52,6 +48,15 @@ type Result struct {
 	Body *Capture
 	// ContentType is the Content-Type of an http answer kept in Body, or "".
 	ContentType string
+
+	// Answer is the http answer (its body read; nil for exec and when
+	// there was none): what the conditions read of its headers and
+	// certificate (contract section 14), and the scheduler of its headers
+	// (a spent quota, the cache lifetime: 13.2, 13.6). Read only.
+	// Condition is the expression of the condition that failed the poll,
+	// or "".
+	Answer    *http.Response
+	Condition string
 }
 
 // Validators are the ETag and Last-Modified of the last delivered 200

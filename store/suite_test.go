@@ -63,6 +63,7 @@ func runStoreSuite(t *testing.T, b backend) {
 	t.Run("HistoryStoredBound", func(t *testing.T) { testHistoryStoredBound(t, open(t)) })
 	t.Run("HistoryReplacedSeqs", func(t *testing.T) { testHistoryReplacedSeqs(t, open(t), b.checkStored) })
 	t.Run("Histories", func(t *testing.T) { testHistories(t, open(t)) })
+	t.Run("HistoryCondition", func(t *testing.T) { testHistoryCondition(t, open(t)) })
 	t.Run("Commands", func(t *testing.T) { testCommands(t, open(t)) })
 	t.Run("PendingCommandsBounded", func(t *testing.T) { testPendingBounded(t, open(t)) })
 	t.Run("CommandClaimOrExpire", func(t *testing.T) { testClaimOrExpire(t, b.newDSN(t)) })

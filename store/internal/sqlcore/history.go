@@ -103,6 +103,13 @@ const recordV1 = 0x01
 // of the unversioned format.)
 const recordV3 = 0x03
 
+// recordV5 is the format of a record whose poll a condition failed
+// (contract 14.5): version 3's fields, then the condition's expression. A
+// record without one keeps format 3, which every release since change
+// detection reads; a release that predates conditions refuses a version-5
+// record as unknown rather than misreading the records after it.
+const recordV5 = 0x05
+
 // Flags of a version-3 record's result.
 const (
 	resultChanged    = 1 << iota // Changed
@@ -114,7 +121,11 @@ const (
 // (µs), duration, outcome, error, status and exit codes when present,
 // bytes. The source is not stored: it is the row's.
 func appendRecord(b []byte, r *domain.PollRecord, seq int64) []byte {
-	b = append(b, recordV3)
+	version := byte(recordV3)
+	if r.Condition != "" {
+		version = recordV5
+	}
+	b = append(b, version)
 	b = binary.AppendVarint(b, seq)
 	b = binary.AppendVarint(b, micros(r.StartedAt))
 	b = binary.AppendVarint(b, r.DurationMs)
@@ -139,7 +150,11 @@ func appendRecord(b []byte, r *domain.PollRecord, seq int64) []byte {
 		b = binary.AppendVarint(b, int64(*r.ExitCode))
 	}
 	b = binary.AppendVarint(b, r.Bytes)
-	return appendResult(b, r)
+	b = appendResult(b, r)
+	if version == recordV5 {
+		b = appendString(b, r.Condition)
+	}
+	return b
 }
 
 // appendResult appends a version-3 record's change flags and digest.
@@ -231,7 +246,7 @@ func (d *recordReader) next(source string) (r domain.PollRecord, ok bool) {
 	var v byte
 	if v = d.b[0]; v&1 == 1 {
 		d.b = d.b[1:]
-		if v != recordV1 && v != recordV3 {
+		if v != recordV1 && v != recordV3 && v != recordV5 {
 			d.err = fmt.Errorf("%w: unknown record format %#02x", errCorrupt, v)
 			return r, false
 		}
@@ -257,8 +272,11 @@ func (d *recordReader) next(source string) (r domain.PollRecord, ok bool) {
 		r.ExitCode = &v
 	}
 	r.Bytes = d.varint()
-	if v == recordV3 {
+	if v == recordV3 || v == recordV5 {
 		d.result(&r)
+	}
+	if v == recordV5 {
+		r.Condition = d.string()
 	}
 	return r, d.err == nil
 }
