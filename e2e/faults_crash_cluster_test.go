@@ -198,6 +198,7 @@ func TestFaultCrashCluster(t *testing.T) {
 	}
 	logMu.Unlock()
 	dropped := crashDropped(texts)
+	t.Logf("the members' warnings and errors, by message:%s", crashWarnings(texts))
 	if ls := crashDropLines(texts, 40); len(ls) > 0 {
 		t.Logf("the members' lines naming dropped or cut-off polls:\n  %s", strings.Join(ls, "\n  "))
 	}
@@ -283,7 +284,7 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 		switch {
 		case missing > explained+dropped[s.name]:
 			tr.fail("%s: the upstream saw %d polls, the store counts %d: %d lost, but only %d kills of its owner had one in flight and the logs name %d dropped: %s\n%s",
-				s.name, len(arr), final[s.name].PollsTotal, missing, explained, dropped[s.name], final[s.name], tr.logs(s.name))
+				s.name, len(arr), final[s.name].PollsTotal, missing, explained, dropped[s.name], final[s.name], tr.logs(s.name)+crashLossDetail(in, s.name, arr, kills))
 		case missing < 0:
 			n, recs := unansweredPolls(in, s.name, time.Time{})
 			unanswered += -missing
