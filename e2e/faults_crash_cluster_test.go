@@ -38,6 +38,7 @@ const (
 type crashMember struct {
 	in       *inst
 	d        *daemon
+	runq     *runqSampler // the daemon's wait for a CPU
 	name     string
 	restarts int
 }
@@ -48,6 +49,7 @@ type crashKill struct {
 	at     time.Time
 	victim string
 	owned  map[string]bool
+	runq   *runqSampler // the victim's wait for a CPU until its kill
 }
 
 // launch (re)starts m under a new name on dsn with the sources body.
@@ -60,6 +62,8 @@ func (m *crashMember) launch(t *testing.T, i int, dsn, body string) {
 	replaceFile(t, m.in.cfgPath, "store: \""+dsn+"\"\nadmin:\n  listen: \""+m.in.addr+"\"\n"+
 		fmt.Sprintf("cluster: {name: %s, lease: %s}\n", m.name, clusterLease)+body)
 	m.d = faultSpawn(m.in)
+	m.runq = sampleRunq(m.d.pid())
+	t.Cleanup(m.runq.Stop)
 }
 
 // TestFaultCrashCluster is TestFaultCrash on PostgreSQL with three members
@@ -151,8 +155,9 @@ func TestFaultCrashCluster(t *testing.T) {
 		// while its claims are read.
 		m.d.signal(syscall.SIGSTOP)
 		owned := claimedSources(t, db, m.name, srcs)
-		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned})
+		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned, runq: m.runq})
 		m.d.kill()
+		m.runq.Stop()
 		t.Logf("kill %d: %s at %s, owning %d sources", k, m.name, kills[k].at.Format("15:04:05.000"), len(owned))
 		m.launch(t, i, dsn, body)
 		logMu.Lock()
@@ -207,6 +212,7 @@ func TestFaultCrashCluster(t *testing.T) {
 		named += n
 	}
 	doubles, lost, unanswered := crashClusterPolls(t, tr, fu, ms[0].in, srcs, kills, final, dropped)
+	t.Logf("the polls missing from the store, by what may explain them: %s", crashLossSummary(ms[0].in, srcs, fu, kills, final, 80))
 	errs, paused := 0, 0
 	for _, o := range final {
 		switch o.State {

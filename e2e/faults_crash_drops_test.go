@@ -88,24 +88,22 @@ func crashDropLines(logs []string, max int) []string {
 	return out
 }
 
-// crashLossDetail describes, for a source with a poll missing from the
-// store, the upstream's arrivals that no stored record matches (a record
-// starts before its request arrives, by up to the daemon's lag), among
-// those since the oldest record kept, each with the kills around it: the
-// evidence of which poll was lost and when.
-func crashLossDetail(in *inst, name string, arr []faultArrival, kills []crashKill) string {
+// crashUnmatched returns the upstream's arrivals on name that no stored
+// record matches (a record starts before its request arrives, by up to the
+// daemon's lag), among those since the oldest record kept (history keeps
+// 100), and a note when the history cannot be read.
+func crashUnmatched(in *inst, name string, arr []faultArrival) ([]faultArrival, string) {
 	r, err := faultCLI(in, 30*time.Second, "history", name, "-json", "-n", "100")
 	if err != nil || r.code != 0 {
-		return fmt.Sprintf("history failed: %v %s", err, r)
+		return nil, fmt.Sprintf("history failed: %v %s", err, r)
 	}
 	var recs []histRec
 	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil || len(recs) == 0 {
-		return fmt.Sprintf("history: %v (%d records)", err, len(recs))
+		return nil, fmt.Sprintf("history: %v (%d records)", err, len(recs))
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].StartedAt.Before(recs[j].StartedAt) })
-	var b strings.Builder
-	fmt.Fprintf(&b, "  %d records kept, from %s", len(recs), recs[0].StartedAt.Local().Format("15:04:05.000"))
 	used := make([]bool, len(recs))
+	var out []faultArrival
 	for _, a := range arr {
 		if a.At.Before(recs[0].StartedAt) {
 			continue
@@ -117,15 +115,90 @@ func crashLossDetail(in *inst, name string, arr []faultArrival, kills []crashKil
 				break
 			}
 		}
-		if found {
+		if !found {
+			out = append(out, a)
+		}
+	}
+	return out, fmt.Sprintf("%d records kept, from %s", len(recs), recs[0].StartedAt.Local().Format("15:04:05.000"))
+}
+
+// crashWhy classifies an arrival on name missing from the store by the
+// first kill at or after it of a member that owned name then: within the
+// test's window (the poll answered at most the commit window plus this
+// process's stalls before it, or in flight), beyond it (with the victim's
+// measured wait for a CPU between the answer and the kill), or none
+// within 5 s.
+func crashWhy(name string, a faultArrival, kills []crashKill) (class, detail string) {
+	for _, k := range kills {
+		if !k.owned[name] || k.at.Before(a.At) || k.at.Sub(a.At) > 5*time.Second {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  arrival %s (done %s) has no record; kills around it:", a.At.Format("15:04:05.000"), a.Done.Format("15:04:05.000"))
-		for _, k := range kills {
-			if d := k.at.Sub(a.At); d > -time.Second && d < 5*time.Second {
-				fmt.Fprintf(&b, " %s at %s (owned it: %v)", k.victim, k.at.Format("15:04:05.000"), k.owned[name])
+		if a.Done.IsZero() || !a.Done.Before(k.at) {
+			return "in flight at a kill of its owner", ""
+		}
+		window := crashCommitWindow + crashCommitSlack + stalls.lateBetween(a.Done, k.at)
+		gap := k.at.Sub(a.Done)
+		if gap <= window {
+			return "answered within the window before a kill of its owner", ""
+		}
+		var cpu time.Duration
+		if k.runq != nil {
+			cpu = k.runq.between(a.Done, k.at)
+		}
+		return "answered beyond the window before a kill of its owner", fmt.Sprintf("%s: answered %s, %s killed %s later (window %s; its threads waited %s for a CPU meanwhile)",
+			name, a.Done.Format("15:04:05.000"), k.victim, gap.Round(time.Millisecond), window.Round(time.Millisecond), cpu.Round(time.Millisecond))
+	}
+	return "no kill of its owner within 5 s", fmt.Sprintf("%s: request %s, answered %s", name, a.At.Format("15:04:05.000"), a.Done.Format("15:04:05.000"))
+}
+
+// crashLossDetail describes, for a source with a poll missing from the
+// store, the arrivals no record matches and why each may be missing.
+func crashLossDetail(in *inst, name string, arr []faultArrival, kills []crashKill) string {
+	un, note := crashUnmatched(in, name, arr)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s", note)
+	for _, a := range un {
+		class, detail := crashWhy(name, a, kills)
+		fmt.Fprintf(&b, "\n  arrival %s (answered %s) has no record: %s %s", a.At.Format("15:04:05.000"), a.Done.Format("15:04:05.000"), class, detail)
+	}
+	return b.String()
+}
+
+// crashLossSummary classifies the arrivals missing from the store of up to
+// limit http sources with polls missing (crashWhy), with the details of
+// those outside the test's kill window: the evidence of where polls are
+// lost on a loaded machine, also in a run whose counts pass.
+func crashLossSummary(in *inst, srcs []crashSrc, fu *faultUpstream, kills []crashKill, final map[string]sourceObj, limit int) string {
+	classes := map[string]int{}
+	var details []string
+	checked := 0
+	for _, s := range srcs {
+		arr := fu.Arrivals(s.path)
+		if !s.isHTTP() || len(arr) <= int(final[s.name].PollsTotal) || checked == limit {
+			continue
+		}
+		checked++
+		un, _ := crashUnmatched(in, s.name, arr)
+		for _, a := range un {
+			class, detail := crashWhy(s.name, a, kills)
+			classes[class+" ("+s.kind+")"]++
+			if detail != "" && len(details) < 40 {
+				details = append(details, detail)
 			}
 		}
+	}
+	keys := make([]string, 0, len(classes))
+	for k := range classes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d sources with polls missing looked at", checked)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %4d %s", classes[k], k)
+	}
+	for _, d := range details {
+		fmt.Fprintf(&b, "\n    %s", d)
 	}
 	return b.String()
 }
