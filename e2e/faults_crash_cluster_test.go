@@ -212,7 +212,7 @@ func TestFaultCrashCluster(t *testing.T) {
 		named += n
 	}
 	doubles, lost, unanswered := crashClusterPolls(t, tr, fu, ms[0].in, srcs, kills, final, dropped)
-	t.Logf("the polls missing from the store, by what may explain them: %s", crashLossSummary(ms[0].in, srcs, fu, kills, final, 80))
+	t.Logf("the polls missing from the store, by what may explain them: %s", crashLossSummary(ms[0].in, srcs, fu, kills, final, 12))
 	errs, paused := 0, 0
 	for _, o := range final {
 		switch o.State {

@@ -165,19 +165,20 @@ func crashLossDetail(in *inst, name string, arr []faultArrival, kills []crashKil
 }
 
 // crashLossSummary classifies the arrivals missing from the store of up to
-// limit http sources with polls missing (crashWhy), with the details of
-// those outside the test's kill window: the evidence of where polls are
-// lost on a loaded machine, also in a run whose counts pass.
+// limit http sources of each kind with polls missing (crashWhy), with the
+// details of those outside the test's kill window: the evidence of where
+// polls are lost on a loaded machine, also in a run whose counts pass.
 func crashLossSummary(in *inst, srcs []crashSrc, fu *faultUpstream, kills []crashKill, final map[string]sourceObj, limit int) string {
 	classes := map[string]int{}
 	var details []string
-	checked := 0
+	checked, ofKind := 0, map[string]int{}
 	for _, s := range srcs {
 		arr := fu.Arrivals(s.path)
-		if !s.isHTTP() || len(arr) <= int(final[s.name].PollsTotal) || checked == limit {
+		if !s.isHTTP() || len(arr) <= int(final[s.name].PollsTotal) || ofKind[s.kind] == limit {
 			continue
 		}
 		checked++
+		ofKind[s.kind]++
 		un, _ := crashUnmatched(in, s.name, arr)
 		for _, a := range un {
 			class, detail := crashWhy(s.name, a, kills)
