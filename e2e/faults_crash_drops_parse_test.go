@@ -4,9 +4,14 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // crashDropped reads the lines slog's text handler writes: one name
@@ -27,5 +32,40 @@ func TestCrashDroppedParses(t *testing.T) {
 	}
 	if n := len(crashDropLines([]string{b.String()}, 3)); n != 3 {
 		t.Errorf("crashDropLines kept %d lines; want 3 (the bound)", n)
+	}
+}
+
+// tcpEnds finds the connection a request came over among the sockets of
+// the process that sent it (this one), and sentBy attributes the request
+// to a kill of that process only when it got to the handler after the kill.
+func TestCrashSentByConnection(t *testing.T) {
+	fu := newFaultUpstream(t)
+	resp, err := http.Get(fu.URL("/ok/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	ends, err := tcpEnds(os.Getpid()) // the connection is kept alive
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := fu.Arrivals("/ok/x")
+	if len(arr) != 1 {
+		t.Fatalf("arrivals %v", arr)
+	}
+	a := arr[0]
+	before := crashKill{at: a.At.Add(-time.Millisecond), conns: ends}
+	if !before.sentBy(a) {
+		t.Errorf("request from %s, this process's sockets %v: not attributed to it", a.From, ends)
+	}
+	if after := (crashKill{at: a.At.Add(time.Millisecond), conns: ends}); after.sentBy(a) {
+		t.Error("a request got before the kill attributed by its connection")
+	}
+	if other := (crashKill{at: before.at, conns: map[netip.AddrPort]bool{}}); other.sentBy(a) {
+		t.Error("a request attributed to a process without its connection")
+	}
+	if late := (crashKill{at: a.At.Add(-crashHandlerLag - time.Millisecond), conns: ends}); late.sentBy(a) {
+		t.Error("a request got more than crashHandlerLag after the kill attributed to it")
 	}
 }

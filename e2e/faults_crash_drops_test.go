@@ -122,13 +122,19 @@ func crashUnmatched(in *inst, name string, arr []faultArrival) ([]faultArrival, 
 	return out, fmt.Sprintf("%d records kept, from %s", len(recs), recs[0].StartedAt.Local().Format("15:04:05.000"))
 }
 
-// crashWhy classifies an arrival on name missing from the store by the
-// first kill at or after it of a member that owned name then: within the
+// crashWhy classifies an arrival on name missing from the store: a request
+// a killed member sent before it was stopped (sentBy), else by the first
+// kill at or after it of a member that owned name then: within the
 // test's window (the poll answered at most the commit window plus this
 // process's stalls before it, or in flight), beyond it (with the victim's
 // measured wait for a CPU between the answer and the kill), or none
 // within 5 s.
 func crashWhy(name string, a faultArrival, kills []crashKill) (class, detail string) {
+	for _, k := range kills {
+		if k.sentBy(a) {
+			return "sent by a member before it was stopped, got here after its kill", ""
+		}
+	}
 	for _, k := range kills {
 		if !k.owned[name] || k.at.Before(a.At) || k.at.Sub(a.At) > 5*time.Second {
 			continue
