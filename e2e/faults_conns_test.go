@@ -79,9 +79,34 @@ func procAddrPort(s string) (netip.AddrPort, bool) {
 // before it was stopped and that the upstream's handler got to only after
 // the kill: a poll of the victim cut off by the kill.
 func (k crashKill) sentBy(a faultArrival) bool {
-	if !a.At.After(k.at) || !a.At.Before(k.at.Add(crashHandlerLag)) {
+	if k.final || !a.At.After(k.at) || !a.At.Before(k.at.Add(crashHandlerLag)) {
 		return false
 	}
 	ap, err := netip.ParseAddrPort(a.From)
 	return err == nil && k.conns[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())]
+}
+
+// crashSender names the member whose connection request a came over, as
+// read at its kill or before the final stop ("?" when none: a connection
+// closed before those reads).
+func crashSender(a faultArrival, kills []crashKill) string {
+	ap, err := netip.ParseAddrPort(a.From)
+	if err != nil {
+		return "?"
+	}
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	for _, k := range kills {
+		if k.conns[ap] {
+			return k.victim
+		}
+	}
+	return "?"
+}
+
+// crashBefore describes arrival i of arr ("none" before the first).
+func crashBefore(arr []faultArrival, i int, kills []crashKill) string {
+	if i < 0 {
+		return "none"
+	}
+	return "at " + arr[i].At.Format("15:04:05.000") + " by " + crashSender(arr[i], kills)
 }

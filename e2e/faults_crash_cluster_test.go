@@ -54,6 +54,9 @@ type crashKill struct {
 	// conns are the local ends of the victim's TCP connections while it
 	// was stopped (sentBy).
 	conns map[netip.AddrPort]bool
+	// final: not a kill, the connections of a member before the graceful
+	// stop at the end (crashSender).
+	final bool
 }
 
 // launch (re)starts m under a new name on dsn with the sources body.
@@ -194,6 +197,16 @@ func TestFaultCrashCluster(t *testing.T) {
 		}
 	}
 
+	killed := len(kills)
+	// The connections of the members still running, as those of the
+	// killed ones were read at their kills: who sent which request.
+	for _, m := range ms {
+		conns, err := tcpEnds(m.d.pid())
+		if err != nil {
+			t.Errorf("the connections of %s: %v", m.name, err)
+		}
+		kills = append(kills, crashKill{at: time.Now(), victim: m.name + " (stopped at the end)", conns: conns, final: true})
+	}
 	for _, m := range ms {
 		m.d.signal(syscall.SIGTERM)
 	}
@@ -234,7 +247,7 @@ func TestFaultCrashCluster(t *testing.T) {
 		t.Errorf("no source reached the error state during the test")
 	}
 	t.Logf("TestFaultCrashCluster figures: %d kills of %d members; states lost %d (must be 0); problems %d; polls lost at kills or dropped %d, polled twice in a tick %d (must be 0), recorded but unanswered %d; polls the members' logs name as dropped (refused commits) or cut off (stops) %d; final error %d paused %d; snapshots %d; upstream requests %d; wall %s",
-		len(kills), crashMembers, tr.statesLost, tr.problems, lost, doubles, unanswered, named, errs, paused, snaps.n, fu.Total(), time.Since(testStart).Round(time.Second))
+		killed, crashMembers, tr.statesLost, tr.problems, lost, doubles, unanswered, named, errs, paused, snaps.n, fu.Total(), time.Since(testStart).Round(time.Second))
 	if tr.statesLost != 0 {
 		t.Errorf("%d error/pause states lost across kills", tr.statesLost)
 	}
@@ -267,8 +280,9 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 				}
 				if gap := arr[i].At.Sub(arr[i-1].At); gap < crashDoubleGap {
 					doubles++
-					tr.fail("%s polled twice within %v (at %s and %s): one tick polled twice\n%s", s.name, gap,
-						arr[i-1].At.Format("15:04:05.000"), arr[i].At.Format("15:04:05.000"), tr.logs(s.name))
+					tr.fail("%s polled twice within %v (at %s by %s and %s by %s; the one before %s): one tick polled twice\n%s", s.name, gap,
+						arr[i-1].At.Format("15:04:05.000"), crashSender(arr[i-1], kills), arr[i].At.Format("15:04:05.000"), crashSender(arr[i], kills),
+						crashBefore(arr, i-2, kills), tr.logs(s.name))
 					break
 				}
 			}

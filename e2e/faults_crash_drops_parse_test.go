@@ -68,4 +68,14 @@ func TestCrashSentByConnection(t *testing.T) {
 	if late := (crashKill{at: a.At.Add(-crashHandlerLag - time.Millisecond), conns: ends}); late.sentBy(a) {
 		t.Error("a request got more than crashHandlerLag after the kill attributed to it")
 	}
+	if final := (crashKill{at: before.at, conns: ends, final: true}); final.sentBy(a) {
+		t.Error("a request attributed to the read of a member's connections before the final stop, which is no kill")
+	}
+	kills := []crashKill{{victim: "other", conns: map[netip.AddrPort]bool{}}, {victim: "me", conns: ends}}
+	if got := crashSender(a, kills); got != "me" {
+		t.Errorf("crashSender = %q; want me", got)
+	}
+	if got := crashBefore(arr, -1, kills); got != "none" {
+		t.Errorf("crashBefore(-1) = %q", got)
+	}
 }
