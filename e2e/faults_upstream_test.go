@@ -55,6 +55,9 @@ type faultArrival struct {
 	// Aborted: the client went away (or the connection broke) before the
 	// answer was complete; for reset and close, the answer was the fault.
 	Aborted bool
+	// From is the client's end of the connection (its address and port):
+	// which process sent the request, whenever the handler got to it.
+	From string
 }
 
 type faultPath struct {
@@ -122,7 +125,7 @@ func (fu *faultUpstream) modeOf(path string) faultMode {
 }
 
 // begin records an arrival on path and returns its mode and index. mu not held.
-func (fu *faultUpstream) begin(path string, at time.Time) (faultMode, *faultPath, int) {
+func (fu *faultUpstream) begin(path, from string, at time.Time) (faultMode, *faultPath, int) {
 	fu.mu.Lock()
 	defer fu.mu.Unlock()
 	fp := fu.paths[path]
@@ -131,7 +134,7 @@ func (fu *faultUpstream) begin(path string, at time.Time) (faultMode, *faultPath
 		fu.paths[path] = fp
 	}
 	m := fu.modeOf(path)
-	fp.arrivals = append(fp.arrivals, faultArrival{At: at, Mode: m})
+	fp.arrivals = append(fp.arrivals, faultArrival{At: at, Mode: m, From: from})
 	fp.cur++
 	fp.peak = max(fp.peak, fp.cur)
 	fu.cur++
@@ -169,7 +172,7 @@ func faultQueryInt(r *http.Request, key string, def int) int {
 }
 
 func (fu *faultUpstream) serve(w http.ResponseWriter, r *http.Request) {
-	m, fp, i := fu.begin(r.URL.Path, time.Now())
+	m, fp, i := fu.begin(r.URL.Path, r.RemoteAddr, time.Now())
 	aborted := false
 	defer func() { fu.end(fp, i, aborted) }()
 	ctx := r.Context()

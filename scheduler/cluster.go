@@ -203,18 +203,22 @@ func catchUp(e *entry, now time.Time) {
 
 // rejected makes dormant the shards of the sources whose rows a fenced
 // commit left out: the member no longer holds them with that fence. The
-// shard is taken over again from the store if the member still may.
-func (g *membership) rejected(names []string) {
+// shard is taken over again from the store if the member still may. The
+// polls whose records were dropped with the rows are named in the log
+// (droppedList), also when their shards were given up already.
+func (g *membership) rejected(refused []flush.Refused) {
 	g.mu.Lock()
 	n := 0
-	for _, name := range names {
-		if e := g.entries[name]; e != nil && g.loseShard(e.shard) {
+	for _, r := range refused {
+		if e := g.entries[r.Name]; e != nil && g.loseShard(e.shard) {
 			n++
 		}
 	}
 	g.unlock()
-	if n > 0 {
-		g.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner", "sources", len(names), "shards", n)
+	list, more, polls := droppedList(refused)
+	if n > 0 || polls > 0 {
+		g.log.Warn("cluster: commits refused for shards no longer held; their sources wait for the store's owner",
+			"sources", len(refused), "shards", n, "polls_dropped", polls, "dropped", list, "dropped_more", more)
 	}
 }
 

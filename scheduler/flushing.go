@@ -14,7 +14,7 @@ import (
 // reports to m and to opts' notification callbacks, and hands the sources
 // whose rows a fenced commit refused to rejected (they lost their shard).
 func flushOptions(fenced flush.Committer, st Store, log *slog.Logger, clock Clock, m *metrics,
-	opts Options, keep *atomic.Int64, rejected func(names []string)) flush.Options {
+	opts Options, keep *atomic.Int64, rejected func([]flush.Refused)) flush.Options {
 	if fenced == nil {
 		fenced = flush.Unfenced(st)
 	}

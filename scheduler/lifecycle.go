@@ -293,13 +293,21 @@ func (w *workers) drainPolls(timeout time.Duration, cut, polled time.Time) {
 		close(done)
 	}()
 	if !awaitBy(w.clock, done, cut) {
-		w.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout)
+		w.mu.Lock()
+		list, more := nameList(w.claimedNames())
+		w.unlock()
+		// Named: a poll cut off counts as nothing (rule 3.8), also one
+		// its upstream had answered.
+		w.log.Warn("shutdown timeout: cancelling polls in flight", "timeout", timeout, "cut_off", list, "cut_off_more", more)
 		w.life.polling.cancel()
 		if !awaitBy(w.clock, done, polled) {
 			w.mu.Lock()
+			names := w.claimedNames()
 			n := w.abandonPolls(w.clock.Now())
 			w.unlock()
-			w.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them", "polls", n)
+			list, more := nameList(names)
+			w.log.Error("shutdown: polls in flight did not end after their cancellation; recorded as interrupted without waiting for them",
+				"polls", n, "abandoned", list, "abandoned_more", more)
 			return
 		}
 	}

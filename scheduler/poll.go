@@ -78,6 +78,9 @@ func (w *workers) start(ctx, pollCtx context.Context, timeouts *pollTimeouts, j 
 	}
 	// Rule 3.8: the previous poll's state is committed before this one.
 	w.flush.WaitAt(pollCtx, j.Source.sl, seq)
+	if !w.stillMayStart(j) {
+		return pollResult{}, false
+	}
 	if j.Trigger && p.brk != nil {
 		w.forceProbe(j.Source, p.brk)
 	}
@@ -113,6 +116,24 @@ func (w *workers) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poll
 	w.clearBlock(e)
 	j.Claim = w.q.Claim(&e.slot, j.Gen, now)
 	return pollResult{src: e.src, brk: e.brk, redact: w.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
+}
+
+// stillMayStart asks the member again, after the wait for the previous
+// commit (which a loaded database makes last seconds), whether j's poll
+// may start (rule 8.3: not once the claim is ending, when another member
+// may own the source by the time it runs). If not, the claim is undone, the
+// shard made dormant and j goes back as at a failed claim.
+func (w *workers) stillMayStart(j *queue.Job[*entry]) bool {
+	e := j.Source
+	if w.shards.MayStart(e.shard) {
+		return true
+	}
+	w.mu.Lock()
+	w.q.Unclaim(&e.slot, j.Claim)
+	w.loseShard(e.shard)
+	w.unlock()
+	w.requeue(*j)
+	return false
 }
 
 // pollResult is what one poll produced, before it is applied.

@@ -70,6 +70,14 @@ func TestShutdownWithinTimeout(t *testing.T) {
 				if (len(left) == 1) != tt.wantAbandoned {
 					t.Errorf("%d lines about polls recorded without their end; want one: %v", len(left), tt.wantAbandoned)
 				}
+				// The polls cut off are named: they count as nothing, also
+				// one that its upstream had answered.
+				if cut := logs.lines("shutdown timeout: cancelling polls in flight"); len(cut) != 1 || cut[0]["cut_off"] != "slow" {
+					t.Errorf("lines about cancelling the polls in flight: %v; want one naming slow", cut)
+				}
+				if len(left) == 1 && left[0]["abandoned"] != "slow" {
+					t.Errorf("the line about polls recorded without their end: %v; want it naming slow", left[0])
+				}
 				recs, herr := h.store.History(context.Background(), "slow", 5)
 				if herr != nil {
 					t.Fatal(herr)

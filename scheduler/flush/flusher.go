@@ -89,8 +89,17 @@ type Options struct {
 	// OnDropEvents is called with the number of notification events a
 	// slot had to drop to stay within its bound.
 	OnDropEvents func(n int)
-	// OnRejected is called with the sources a commit refused (Committer).
-	OnRejected func(names []string)
+	// OnRejected is called with the sources a commit refused (Committer),
+	// each with the poll records dropped with its state.
+	OnRejected func(refused []Refused)
+}
+
+// Refused is a source whose rows a fenced commit refused: its state, its
+// Polls poll records (the answered polls dropped with it, which neither
+// history nor the counts will show) and its events are dropped.
+type Refused struct {
+	Name  string
+	Polls int
 }
 
 // Flusher is the store's single writer (see the package's doc).
@@ -216,7 +225,7 @@ func (f *Flusher) flush(ctx context.Context) (more bool, err error) {
 		f.opts.OnDropEvents(n)
 	}
 	if len(rejected) > 0 && f.opts.OnRejected != nil {
-		f.opts.OnRejected(rejected)
+		f.opts.OnRejected(refusedOf(taken, rejected))
 	}
 	if err == nil && len(b.Events) > 0 && f.opts.OnEvents != nil {
 		f.opts.OnEvents()
@@ -248,4 +257,23 @@ func (f *Flusher) FlushFinal(d time.Duration) error {
 			return errors.Join(err, ctx.Err())
 		}
 	}
+}
+
+// refusedOf is, for each source of rejected, the number of poll records
+// its write in taken carried.
+func refusedOf(taken []write, rejected []string) []Refused {
+	polls := make(map[string]int, len(rejected))
+	for _, name := range rejected {
+		polls[name] = 0
+	}
+	for i := range taken {
+		if n, ok := polls[taken[i].sl.name]; ok {
+			polls[taken[i].sl.name] = n + len(taken[i].recs)
+		}
+	}
+	out := make([]Refused, 0, len(rejected))
+	for _, name := range rejected {
+		out = append(out, Refused{Name: name, Polls: polls[name]})
+	}
+	return out
 }

@@ -64,3 +64,11 @@ func (q *Queue[V]) Abandon() []Abandoned[V] {
 	q.claimed = q.claimed[:0]
 	return out
 }
+
+// EachClaimed calls fn with the source of each claimed poll (in flight).
+// Owner's lock.
+func (q *Queue[V]) EachClaimed(fn func(v V)) {
+	for _, c := range q.claimed {
+		fn(c.s.v)
+	}
+}
