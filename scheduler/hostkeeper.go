@@ -62,9 +62,7 @@ func (t *table) restoreHosts(ps []hosts.Persisted, now time.Time) {
 	}
 	t.hosts.Restore(ps, now)
 	for _, p := range ps {
-		if l, ok := t.hostLimit(p.Host); ok {
-			t.q.SetHostLimit(p.Host, l)
-		}
+		t.applyHostLimit(p.Host)
 	}
 }
 

@@ -204,6 +204,9 @@ type table struct {
 	// after mu), hostCtx where its groups' admitters run.
 	hosts   *hosts.Table
 	hostCtx spawnCtx
+	// hostShare is, on a member of a cluster, its share of each host's
+	// sources (hostshare.go); nil on a single daemon.
+	hostShare map[string]float64
 	// blocks are the sources not polled at their last due time because of
 	// their host or a dependency (blocks.go); nil until the first.
 	blocks map[*entry]block

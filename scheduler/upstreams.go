@@ -50,6 +50,7 @@ func (t *table) configureHosts(cfg *config.Config, ctx spawnCtx) {
 	}
 	t.hosts.Configure(settings, counts)
 	t.q.SetHosts(ctx.ctx, t.hostLimits(counts), ctx.spawn)
+	t.shareHosts()
 }
 
 // hostLimits is the limit of the group of each host of counts that has a
@@ -159,9 +160,8 @@ func (t *table) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outcome
 	if l, ok := t.hostLimit(h); ok {
 		if t.q.Host(h) == nil {
 			t.q.SetHosts(t.hostCtx.ctx, t.withHost(h, l), t.hostCtx.spawn)
-		} else {
-			t.q.SetHostLimit(h, l)
 		}
+		t.applyHostLimit(h)
 	}
 	return t.hostEvents(evs)
 }
@@ -223,9 +223,7 @@ func (t *table) hostObject(name string, reset bool) (hosts.Object, error) {
 	if reset {
 		o, ok = t.hosts.Reset(name, now)
 		if ok {
-			if l, has := t.hostLimit(name); has {
-				t.q.SetHostLimit(name, l)
-			}
+			t.applyHostLimit(name)
 		}
 	} else {
 		o, ok = t.hosts.Object(name, now)
