@@ -58,22 +58,7 @@ func cmdStatus(args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
-	viewOf := statusView(cfg, states, owners, now)
-	look := func(name string) (view.Dep, bool) {
-		src, ok := cfg.Source(name)
-		if !ok {
-			return view.Dep{}, false
-		}
-		s := states[name]
-		d := view.Dep{State: policy.StateOf(&s, now), DependsOn: src.DependsOn}
-		if src.Host != "" {
-			if g := tab.Peek(src.Host, now); g.Blocked {
-				d.HostBlock = g.Reason
-			}
-		}
-		return d, true
-	}
-	viewOf = withBlocks(viewOf, tab, look, now)
+	viewOf := withBlocks(statusView(cfg, states, owners, now), tab, storedDeps(cfg, states, tab, now), now)
 	if only != nil {
 		o := viewOf(only)
 		if *asJSON {
@@ -151,6 +136,25 @@ func statusView(cfg *config.Config, byName map[string]domain.SourceState, owners
 			Why: view.Explain(src, &s, now, view.QueueInfo{}, redact)}
 		o.Owner = owners.of(src)
 		return o
+	}
+}
+
+// storedDeps looks a source up for view.DependencyBlock from the stored
+// states and host states.
+func storedDeps(cfg *config.Config, states map[string]domain.SourceState, tab *hosts.Table, now time.Time) func(string) (view.Dep, bool) {
+	return func(name string) (view.Dep, bool) {
+		src, ok := cfg.Source(name)
+		if !ok {
+			return view.Dep{}, false
+		}
+		s := states[name]
+		d := view.Dep{State: policy.StateOf(&s, now), DependsOn: src.DependsOn}
+		if src.Host != "" {
+			if g := tab.Peek(src.Host, now); g.Blocked {
+				d.HostBlock = g.Reason
+			}
+		}
+		return d, true
 	}
 }
 

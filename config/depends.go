@@ -42,7 +42,12 @@ func (l *loader) checkDependencies(cfg *Config) {
 			}
 		}
 	}
-	// Colour the graph: a grey node met again closes a cycle.
+	l.checkCycles(cfg.Sources, index)
+}
+
+// checkCycles reports the first dependency cycle among srcs, found by
+// colouring the graph (a grey node met again closes a cycle).
+func (l *loader) checkCycles(srcs []*Source, index map[string]*Source) {
 	const (
 		white = iota
 		grey
@@ -75,7 +80,7 @@ func (l *loader) checkDependencies(cfg *Config) {
 		colour[name] = black
 		return nil
 	}
-	for i, s := range cfg.Sources {
+	for i, s := range srcs {
 		if colour[s.Name] != white {
 			continue
 		}

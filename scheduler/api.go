@@ -131,11 +131,15 @@ func (s *Scheduler) Load() (inflight, limit int) {
 
 // Hosts is every host group's object (contract 13.7), sorted by host; none
 // without a hosts section.
-func (s *Scheduler) Hosts() []hosts.Object { return s.tab.hostObjects() }
+func (s *Scheduler) Hosts() []hosts.Object { return s.tab.up().hostObjects() }
 
 // Host is one host group's object, or ErrNotFound.
-func (s *Scheduler) Host(name string) (hosts.Object, error) { return s.tab.hostObject(name, false) }
+func (s *Scheduler) Host(name string) (hosts.Object, error) {
+	return s.tab.up().hostObject(name, false)
+}
 
 // ResetHost closes a host's breaker, ends its throttling and forgets its
 // learned limits (contract 13.7), and returns its object, or ErrNotFound.
-func (s *Scheduler) ResetHost(name string) (hosts.Object, error) { return s.tab.hostObject(name, true) }
+func (s *Scheduler) ResetHost(name string) (hosts.Object, error) {
+	return s.tab.up().hostObject(name, true)
+}

@@ -33,7 +33,7 @@ func (b block) blocking() bool { return b.kind != "" }
 
 // dependencyBlock is the block of e by the first failing source on its
 // dependency path (view.DependencyBlock), or the zero block. mu held.
-func (t *table) dependencyBlock(e *entry, now time.Time) block {
+func (t hostsRoom) dependencyBlock(e *entry, now time.Time) block {
 	if len(e.src.DependsOn) == 0 {
 		return block{}
 	}
@@ -43,7 +43,7 @@ func (t *table) dependencyBlock(e *entry, now time.Time) block {
 			return view.Dep{}, false
 		}
 		dep := view.Dep{State: policy.StateOf(&d.st, now), DependsOn: d.src.DependsOn}
-		if b, ok := t.blocks[d]; ok && b.kind == blockHost {
+		if b, ok := t.hs.blocks[d]; ok && b.kind == blockHost {
 			dep.HostBlock = b.reason
 		}
 		return dep, true
@@ -56,7 +56,7 @@ func (t *table) dependencyBlock(e *entry, now time.Time) block {
 
 // setBlock records that e, idle, was not polled at now because of b
 // (noteBlock) and puts it back in the due heap at its next tick. mu held.
-func (t *table) setBlock(e *entry, b block, now time.Time) {
+func (t hostsRoom) setBlock(e *entry, b block, now time.Time) {
 	t.noteBlock(e, b, now)
 	t.reschedule(e, now)
 }
@@ -64,12 +64,12 @@ func (t *table) setBlock(e *entry, b block, now time.Time) {
 // noteBlock records that e was not polled at now because of b: it counts
 // in pacer_blocked_polls_total, its next run is its next tick, and a log
 // line says so when the reason changed. mu held.
-func (t *table) noteBlock(e *entry, b block, now time.Time) {
-	if t.blocks == nil {
-		t.blocks = map[*entry]block{}
+func (t hostsRoom) noteBlock(e *entry, b block, now time.Time) {
+	if t.hs.blocks == nil {
+		t.hs.blocks = map[*entry]block{}
 	}
-	prev, had := t.blocks[e]
-	t.blocks[e] = b
+	prev, had := t.hs.blocks[e]
+	t.hs.blocks[e] = b
 	t.m.blocked(b.kind)
 	if !had || prev.reason != b.reason {
 		t.logLocked(slog.LevelInfo, "source blocked", "source", e.name, "reason", b.reason)
@@ -80,7 +80,7 @@ func (t *table) noteBlock(e *entry, b block, now time.Time) {
 // gate is the block of e at now, or the zero block: a failing dependency
 // (dependencyBlock), then its host (hostBlock; start says the poll is
 // about to start, which the host room counts). mu held.
-func (t *table) gate(e *entry, now time.Time, start bool) block {
+func (t hostsRoom) gate(e *entry, now time.Time, start bool) block {
 	if b := t.dependencyBlock(e, now); b.blocking() {
 		return b
 	}
@@ -88,18 +88,18 @@ func (t *table) gate(e *entry, now time.Time, start bool) block {
 }
 
 // clearBlock forgets e's block once it starts a poll (or leaves). mu held.
-func (t *table) clearBlock(e *entry) {
-	if _, ok := t.blocks[e]; ok {
-		delete(t.blocks, e)
+func (t hostsRoom) clearBlock(e *entry) {
+	if _, ok := t.hs.blocks[e]; ok {
+		delete(t.hs.blocks, e)
 		t.logLocked(slog.LevelInfo, "source unblocked", "source", e.name)
 	}
 }
 
 // shownState is e's state as shown: blocked while a block holds it and
 // its own state would poll it, else its own. mu held.
-func (t *table) shownState(e *entry, now time.Time) string {
+func (t hostsRoom) shownState(e *entry, now time.Time) string {
 	s := policy.StateOf(&e.st, now)
-	if _, ok := t.blocks[e]; ok && s != policy.StatePaused && s != policy.StateError {
+	if _, ok := t.hs.blocks[e]; ok && s != policy.StatePaused && s != policy.StateError {
 		return policy.StateBlocked
 	}
 	return s

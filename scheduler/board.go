@@ -51,7 +51,7 @@ func (b *board) rows() []view.Row {
 			if e == nil || e.removed {
 				continue
 			}
-			r := view.Row{Name: e.name, Type: e.src.Type, State: b.shownState(e, now), Failures: e.st.ConsecutiveFailures}
+			r := view.Row{Name: e.name, Type: e.src.Type, State: b.up().shownState(e, now), Failures: e.st.ConsecutiveFailures}
 			if t := e.st.LastSuccessAt; t != nil && !t.IsZero() {
 				r.LastSuccess = t.UnixNano()
 			}
@@ -133,7 +133,7 @@ func (b *board) explain(es []*entry, remote map[string]domain.SourceState, out [
 			st = &r // another member's source: as its owner committed it
 		}
 		q := qs[e]
-		if blk, ok := b.blocks[e]; ok && !q.Busy {
+		if blk, ok := b.hs.blocks[e]; ok && !q.Busy {
 			q.Blocked = blk.reason
 		}
 		x := view.Explained{
@@ -141,7 +141,7 @@ func (b *board) explain(es []*entry, remote map[string]domain.SourceState, out [
 			Why:          view.Explain(e.src, st, now, q, b.redact.Redact),
 		}
 		if q.Blocked != "" && st == &e.st {
-			x.State = b.shownState(e, now)
+			x.State = b.up().shownState(e, now)
 		}
 		x.Owner = b.cl.owner(e)
 		out = append(out, x)

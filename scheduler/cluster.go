@@ -112,7 +112,7 @@ func (g *membership) syncShards(ctx context.Context) {
 	}
 	if len(lost) > 0 {
 		g.wk.resizeWorkers(g.limitOf(g.cfg))
-		g.shareHosts()
+		g.up().shareHosts()
 	}
 	g.unlock()
 	if len(lost) > 0 {
@@ -159,7 +159,7 @@ func (g *membership) takeOver(gained []int, stored map[string]domain.SourceState
 		}
 	}
 	g.wk.resizeWorkers(g.limitOf(g.cfg))
-	g.shareHosts()
+	g.up().shareHosts()
 	return len(took)
 }
 

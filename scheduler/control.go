@@ -50,7 +50,7 @@ func (op *control) source(name string) (view.SourceObject, error) {
 	}
 	now := op.now()
 	o := view.View(e.src, &e.st, now, op.redact.Redact)
-	o.State = op.shownState(e, now)
+	o.State = op.up().shownState(e, now)
 	o.Owner = op.cl.owner(e)
 	return o, nil
 }
@@ -95,7 +95,7 @@ func (op *control) triggerHere(name string) error {
 		return nil
 	}
 	now := op.now()
-	if b := op.gate(e, now, false); b.blocking() {
+	if b := op.up().gate(e, now, false); b.blocking() {
 		return fmt.Errorf("%w: source %q is blocked: %s", ErrConflict, name, b.reason)
 	}
 	op.wk.dispatch(e, now, time.Time{})

@@ -41,8 +41,8 @@ func (w *workers) loop(ctx context.Context) {
 				w.q.Due.Remove(&e.slot)
 				continue
 			}
-			if b := w.gate(e, now, false); b.blocking() {
-				w.setBlock(e, b, now)
+			if b := w.up().gate(e, now, false); b.blocking() {
+				w.up().setBlock(e, b, now)
 				continue
 			}
 			w.dispatch(e, now, time.Unix(0, at))
@@ -87,7 +87,7 @@ func (w *workers) dispatch(e *entry, now, due time.Time) {
 		w.logChange(e, policy.StateOpen, now, "cooldown over; probing")
 	}
 	w.q.Add(queue.Job[*entry]{Source: e, Name: e.name, Gen: e.gen, Due: due, QueuedAt: now, Trigger: trigger,
-		Route: queue.Route[*entry]{queue.KindLimit: e.group, queue.KindHost: w.hostRoute(e)}})
+		Route: queue.Route[*entry]{queue.KindLimit: e.group, queue.KindHost: w.up().hostRoute(e)}})
 }
 
 // admission is the scheduler as the queue's owner (queue.Owner): what a

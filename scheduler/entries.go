@@ -137,7 +137,7 @@ func (t *table) reschedule(e *entry, now time.Time) {
 // dropEntry forgets a source removed from the configuration once its last
 // poll is over. mu held.
 func (t *table) dropEntry(e *entry) {
-	delete(t.blocks, e)
+	delete(t.hs.blocks, e)
 	if t.entries[e.name] == e {
 		delete(t.entries, e.name)
 		t.flush.Release(e.sl, e.st)

@@ -25,7 +25,7 @@ const hostKeepEvery = time.Second
 // loadHosts reads the stored host states; an error is logged and reads as
 // none (the hosts start from nothing: a learned limit is an optimisation,
 // a breaker or a throttle is relearned from the next answers).
-func (t *table) loadHosts() []hosts.Persisted {
+func (t hostsRoom) loadHosts() []hosts.Persisted {
 	if !t.cfg.Hosts.Present {
 		return nil
 	}
@@ -55,12 +55,21 @@ func decodeHosts(log *slog.Logger, hs []domain.HostState) []hosts.Persisted {
 	return out
 }
 
+// start readies the host room at the scheduler's start: its groups'
+// admitters run under ctx, its hosts are the configuration's, with the
+// stored states ps. mu held.
+func (t hostsRoom) start(ctx spawnCtx, ps []hosts.Persisted, now time.Time) {
+	t.hs.ctx = ctx
+	t.configureHosts(t.cfg, ctx)
+	t.restoreHosts(ps, now)
+}
+
 // restoreHosts adopts stored host states. mu held.
-func (t *table) restoreHosts(ps []hosts.Persisted, now time.Time) {
+func (t hostsRoom) restoreHosts(ps []hosts.Persisted, now time.Time) {
 	if len(ps) == 0 {
 		return
 	}
-	t.hosts.Restore(ps, now)
+	t.hs.hosts.Restore(ps, now)
 	for _, p := range ps {
 		t.applyHostLimit(p.Host)
 	}
@@ -68,7 +77,7 @@ func (t *table) restoreHosts(ps []hosts.Persisted, now time.Time) {
 
 // keepHosts writes the host room's changes every hostKeepEvery until ctx
 // ends, then once more; on a cluster it reads the others' each time too.
-func (t *table) keepHosts(ctx context.Context) {
+func (t hostsRoom) keepHosts(ctx context.Context) {
 	tm := t.clock.NewTimer(hostKeepEvery)
 	defer tm.Stop()
 	for {
@@ -81,7 +90,7 @@ func (t *table) keepHosts(ctx context.Context) {
 		case <-tm.C():
 		}
 		t.saveHosts(ctx)
-		if t.shards.Member() && len(t.hosts.Hosts()) > 0 {
+		if t.shards.Member() && len(t.hs.hosts.Hosts()) > 0 {
 			t.readHosts(ctx)
 		}
 		tm.Reset(hostKeepEvery)
@@ -90,8 +99,8 @@ func (t *table) keepHosts(ctx context.Context) {
 
 // saveHosts writes the hosts whose state changed since the last write; on
 // a failure they are marked again, for the next.
-func (t *table) saveHosts(ctx context.Context) {
-	ps := t.hosts.Snapshot()
+func (t hostsRoom) saveHosts(ctx context.Context) {
+	ps := t.hs.hosts.Snapshot()
 	if len(ps) == 0 {
 		return
 	}
@@ -105,12 +114,12 @@ func (t *table) saveHosts(ctx context.Context) {
 	}
 	if err := t.store.SaveHosts(ctx, hs); err != nil {
 		t.log.Warn("hosts: state not written; retried", "hosts", len(hs), "err", err)
-		t.hosts.Unsaved(ps)
+		t.hs.hosts.Unsaved(ps)
 	}
 }
 
 // readHosts adopts what the cluster's other members wrote.
-func (t *table) readHosts(ctx context.Context) {
+func (t hostsRoom) readHosts(ctx context.Context) {
 	hs, err := t.store.LoadHosts(ctx)
 	if err != nil {
 		return // the store's outage shows elsewhere; try again next time

@@ -19,9 +19,9 @@ import (
 // shareHosts recomputes the member's share of each host's sources and
 // applies it to the host groups. A single daemon polls every source: its
 // shares are whole. mu held.
-func (t *table) shareHosts() {
+func (t hostsRoom) shareHosts() {
 	if !t.shards.Member() || !t.cfg.Hosts.Present {
-		t.hostShare = nil
+		t.hs.share = nil
 		return
 	}
 	mine, all := map[string]int{}, map[string]int{}
@@ -33,9 +33,9 @@ func (t *table) shareHosts() {
 			}
 		}
 	}
-	t.hostShare = make(map[string]float64, len(all))
+	t.hs.share = make(map[string]float64, len(all))
 	for h, n := range all {
-		t.hostShare[h] = float64(mine[h]) / float64(n)
+		t.hs.share[h] = float64(mine[h]) / float64(n)
 	}
 	for h := range all {
 		t.applyHostLimit(h)
@@ -44,12 +44,12 @@ func (t *table) shareHosts() {
 
 // applyHostLimit sets host's group limit to the member's share of what
 // the host room says now (hostLimit). mu held.
-func (t *table) applyHostLimit(host string) {
+func (t hostsRoom) applyHostLimit(host string) {
 	l, ok := t.hostLimit(host)
 	if !ok {
 		return
 	}
-	if f, member := t.hostShare[host]; member && f > 0 && f < 1 {
+	if f, member := t.hs.share[host]; member && f > 0 && f < 1 {
 		l = shareLimit(l, f)
 	}
 	t.q.SetHostLimit(host, l)

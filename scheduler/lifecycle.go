@@ -45,7 +45,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 	if d.cmdEvery <= 0 {
 		d.cmdEvery = 250 * time.Millisecond
 	}
-	t := &table{deps: d, cfg: cfg, redact: cfg.Redactor(), entries: map[string]*entry{}, hosts: hosts.New()}
+	t := &table{deps: d, cfg: cfg, redact: cfg.Redactor(), entries: map[string]*entry{}, hs: hostState{hosts: hosts.New()}}
 	t.clk = clocks{clock: d.clock, origin: time.Now()} // origin carries the system's monotonic clock
 	s := &Scheduler{deps: d, tab: t, life: &lifecycle{deps: d}}
 	s.wk = &workers{table: t, life: s.life}
@@ -60,7 +60,7 @@ func New(cfg *config.Config, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
 	d.m = m
-	if err := opts.Registry.Register(newHostsCollector(t.hostObjects)); err != nil {
+	if err := opts.Registry.Register(newHostsCollector(t.up().hostObjects)); err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
 	d.rates = rates.NewSampler(d.clock, func() rates.Reading { return rateReading(s) })
@@ -134,7 +134,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // them while its config is being loaded. A second call returns an error and
 // changes nothing.
 func (s *Scheduler) StartFrom(states []domain.SourceState) error {
-	t, life, d := s.tab, s.life, s.deps
+	t, life := s.tab, s.life
 	// An index into states, not a copy of each (296 bytes): at 100,000
 	// sources this start-up map holds ~3 MB instead of ~35 MB, which
 	// counts in the start-up's peak. As before, the last state of a name
@@ -148,7 +148,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
 	built, berr := t.newPollers(t.cfg.Sources, t.redact)
-	storedHosts := t.loadHosts()
+	storedHosts := t.up().loadHosts()
 	t.mu.Lock()
 	defer t.unlock()
 	// Check and set started first: the stages below belong to this start.
@@ -162,9 +162,7 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 	now, skew, _ := t.clk.readClocks()
 	t.clk.skew = skew
 	t.q.SetLimits(life.dispatching.ctx, t.cfg.Limits, life.dispatching.spawn)
-	t.hostCtx = spawnCtx{ctx: life.dispatching.ctx, spawn: life.dispatching.spawn}
-	t.configureHosts(t.cfg, t.hostCtx)
-	t.restoreHosts(storedHosts, now)
+	t.up().start(spawnCtx{ctx: life.dispatching.ctx, spawn: life.dispatching.spawn}, storedHosts, now)
 	for i := range t.cfg.Sources {
 		src := t.cfg.Sources[i]
 		var st domain.SourceState
@@ -185,8 +183,17 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 		}
 	}
 	s.wk.resizeWorkers(t.limitOf(t.cfg))
+	s.spawnStages()
+	return nil
+}
+
+// spawnStages starts the goroutines of a started scheduler's stages: the
+// flusher and the host keeper, the loop, the command reader, the rates'
+// sampler and, on a member, the ownership watcher. mu held.
+func (s *Scheduler) spawnStages() {
+	t, life, d := s.tab, s.life, s.deps
 	life.flushing.spawn(life.flushing.ctx, d.flush.Run)
-	life.flushing.spawn(life.flushing.ctx, t.keepHosts)
+	life.flushing.spawn(life.flushing.ctx, t.up().keepHosts)
 	life.dispatching.spawn(life.dispatching.ctx, s.wk.loop)
 	life.dispatching.spawn(life.dispatching.ctx, s.ctl.commands)
 	life.dispatching.spawn(life.dispatching.ctx, d.rates.Run)
@@ -194,7 +201,6 @@ func (s *Scheduler) StartFrom(states []domain.SourceState) error {
 		life.dispatching.spawn(life.dispatching.ctx, s.cl.watchOwnership)
 	}
 	life.loopBeat.Store(int64(t.clk.sinceOrigin()))
-	return nil
 }
 
 // Shutdown stops the scheduler (rule 3.10) and returns within timeout

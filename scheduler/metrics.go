@@ -186,7 +186,7 @@ func (b *board) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
 		if e.removed {
 			continue
 		}
-		byState[stateIndex(b.shownState(e, now))]++
+		byState[stateIndex(b.up().shownState(e, now))]++
 		if perSource && e.st.ConsecutiveFailures > 0 {
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}

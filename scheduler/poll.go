@@ -106,14 +106,14 @@ func (w *workers) claim(j *queue.Job[*entry]) (p pollResult, poller sources.Poll
 		return pollResult{}, nil, 0, false
 	}
 	now := w.clock.Now()
-	if b := w.gate(e, now, true); b.blocking() {
+	if b := w.up().gate(e, now, true); b.blocking() {
 		// Its host closed or a dependency failed while it waited: back to
 		// its next tick (a trigger too: it is refused, not retried).
-		w.noteBlock(e, b, now)
+		w.up().noteBlock(e, b, now)
 		j.Trigger = false
 		return pollResult{}, nil, 0, false
 	}
-	w.clearBlock(e)
+	w.up().clearBlock(e)
 	j.Claim = w.q.Claim(&e.slot, j.Gen, now)
 	return pollResult{src: e.src, brk: e.brk, redact: w.redact, prior: policy.PriorOf(&e.st), last: e.st.Digest}, e.poller, e.savedSeq, true
 }
@@ -280,10 +280,10 @@ func (w *workers) finish(j queue.Job[*entry], p pollResult) {
 		if p.undelivered {
 			policy.ForgetValidators(&e.st)
 		}
-		w.respectCache(e, &p, &o)
+		w.up().respectCache(e, &p, &o)
 	}
 	if e.src.Host != "" {
-		evs = append(evs, w.finishHost(j, &p, &o, nextRun(&e.st))...)
+		evs = append(evs, w.up().finishHost(j, &p, &o, nextRun(&e.st))...)
 	}
 	// On a generation change (the configuration changed during the poll)
 	// the new settings start from a clean state: only the record is kept.

@@ -38,7 +38,7 @@ func (s *Scheduler) Reload(ctx context.Context, cfg *config.Config) error {
 	t.redact = redact
 	t.keep.Store(int64(cfg.History.Keep))
 	t.q.SetLimits(life.dispatching.ctx, cfg.Limits, life.dispatching.spawn)
-	t.configureHosts(cfg, t.hostCtx)
+	t.up().configureHosts(cfg, t.hs.ctx)
 	if err := t.reloadSources(cfg.Sources, built, stored, now); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}

@@ -45,7 +45,6 @@ import (
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/scheduler/flush"
-	"github.com/pacer-dev/pacer/scheduler/hosts"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/queue"
 	"github.com/pacer-dev/pacer/scheduler/rates"
@@ -200,16 +199,9 @@ type table struct {
 	clk     clocks
 	started bool
 	stopped bool
-	// hosts is the host room (contract section 13; its own lock, taken
-	// after mu), hostCtx where its groups' admitters run.
-	hosts   *hosts.Table
-	hostCtx spawnCtx
-	// hostShare is, on a member of a cluster, its share of each host's
-	// sources (hostshare.go); nil on a single daemon.
-	hostShare map[string]float64
-	// blocks are the sources not polled at their last due time because of
-	// their host or a dependency (blocks.go); nil until the first.
-	blocks map[*entry]block
+	// hs is the state of the table's part of contract section 13
+	// (hostsRoom), guarded by mu.
+	hs hostState
 }
 
 // entry is one source's runtime: its settings, poller, breaker and state.

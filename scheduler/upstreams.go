@@ -22,6 +22,27 @@ import (
 // queue. Without a hosts section the table knows no host, no job has a
 // host group, and nothing here runs on the poll path.
 
+// hostState is what the table keeps for contract section 13, guarded by
+// mu: the host room (its own lock, taken after mu), where its groups'
+// admitters run, the member's share of each host's sources (hostshare.go;
+// nil on a single daemon) and the sources blocked at their last due time
+// (blocks.go; nil until the first).
+type hostState struct {
+	hosts  *hosts.Table
+	ctx    spawnCtx
+	share  map[string]float64
+	blocks map[*entry]block
+}
+
+// hostsRoom is the table seen as its hosts-and-dependencies part: the
+// methods of blocks.go, upstreams.go, hostkeeper.go and hostshare.go,
+// apart from the table's own so that each type stays small. Under mu,
+// like the table's.
+type hostsRoom struct{ *table }
+
+// up is the table's hosts-and-dependencies part.
+func (t *table) up() hostsRoom { return hostsRoom{t} }
+
 // hostSettings converts the configuration's settings of a host.
 func hostSettings(s config.HostSettings) hosts.Settings {
 	b := s.Breaker
@@ -32,9 +53,9 @@ func hostSettings(s config.HostSettings) hosts.Settings {
 // configureHosts gives the host room cfg's hosts (their settings and
 // numbers of sources) and the queue room a group per host with a limit.
 // mu held (started) or before Start.
-func (t *table) configureHosts(cfg *config.Config, ctx spawnCtx) {
+func (t hostsRoom) configureHosts(cfg *config.Config, ctx spawnCtx) {
 	if !cfg.Hosts.Present {
-		t.hosts.Configure(nil, nil)
+		t.hs.hosts.Configure(nil, nil)
 		t.q.SetHosts(ctx.ctx, nil, ctx.spawn)
 		return
 	}
@@ -48,14 +69,14 @@ func (t *table) configureHosts(cfg *config.Config, ctx spawnCtx) {
 	for h := range counts {
 		settings[h] = hostSettings(cfg.Hosts.For(h))
 	}
-	t.hosts.Configure(settings, counts)
+	t.hs.hosts.Configure(settings, counts)
 	t.q.SetHosts(ctx.ctx, t.hostLimits(counts), ctx.spawn)
 	t.shareHosts()
 }
 
 // hostLimits is the limit of the group of each host of counts that has a
 // cap or a rate now (configured or learned).
-func (t *table) hostLimits(counts map[string]int) map[string]config.Limit {
+func (t hostsRoom) hostLimits(counts map[string]int) map[string]config.Limit {
 	out := map[string]config.Limit{}
 	for h := range counts {
 		if l, ok := t.hostLimit(h); ok {
@@ -66,8 +87,8 @@ func (t *table) hostLimits(counts map[string]int) map[string]config.Limit {
 }
 
 // hostLimit is host's group limit now, false for none.
-func (t *table) hostLimit(host string) (config.Limit, bool) {
-	c, r, b := t.hosts.Limits(host)
+func (t hostsRoom) hostLimit(host string) (config.Limit, bool) {
+	c, r, b := t.hs.hosts.Limits(host)
 	if c <= 0 && r <= 0 {
 		return config.Limit{}, false
 	}
@@ -85,15 +106,15 @@ type spawnCtx struct {
 // zero block. start: the poll is about to start (hosts.Table.Admit, which
 // counts it and may make it the breaker's probe); else a look
 // (hosts.Table.Peek). mu held.
-func (t *table) hostBlock(e *entry, now time.Time, start bool) block {
+func (t hostsRoom) hostBlock(e *entry, now time.Time, start bool) block {
 	if e.src.Host == "" || !t.cfg.Hosts.Present {
 		return block{}
 	}
 	var g hosts.Gate
 	if start {
-		g = t.hosts.Admit(e.src.Host, e.name, now)
+		g = t.hs.hosts.Admit(e.src.Host, e.name, now)
 	} else {
-		g = t.hosts.Peek(e.src.Host, now)
+		g = t.hs.hosts.Peek(e.src.Host, now)
 	}
 	if !g.Blocked {
 		return block{}
@@ -102,7 +123,7 @@ func (t *table) hostBlock(e *entry, now time.Time, start bool) block {
 }
 
 // hostRoute is the host group of e's jobs, or nil. mu held.
-func (t *table) hostRoute(e *entry) *queue.Group[*entry] {
+func (t hostsRoom) hostRoute(e *entry) *queue.Group[*entry] {
 	if e.src.Host == "" || !t.cfg.Hosts.Present {
 		return nil
 	}
@@ -146,20 +167,20 @@ func connDetail(err error) string {
 // finishHost tells the host room how j's poll ended, applies the host's
 // learned limits to its group, and returns the host events to commit with
 // the source's state. mu held.
-func (t *table) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outcome, next time.Time) []domain.Event {
+func (t hostsRoom) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outcome, next time.Time) []domain.Event {
 	e := j.Source
 	if e.src.Host == "" || !t.cfg.Hosts.Present || o.Kind == policy.KindRejected {
 		return nil
 	}
 	h := e.src.Host
 	if o.Kind == domain.OutcomeInterrupted || o.Kind == policy.KindLocal {
-		t.hosts.Abandon(h, j.Name, o.End)
+		t.hs.hosts.Abandon(h, j.Name, o.End)
 		return nil
 	}
-	evs := t.hosts.Finish(h, hostOutcome(j, p, o, next), o.End)
+	evs := t.hs.hosts.Finish(h, hostOutcome(j, p, o, next), o.End)
 	if l, ok := t.hostLimit(h); ok {
 		if t.q.Host(h) == nil {
-			t.q.SetHosts(t.hostCtx.ctx, t.withHost(h, l), t.hostCtx.spawn)
+			t.q.SetHosts(t.hs.ctx.ctx, t.withHost(h, l), t.hs.ctx.spawn)
 		}
 		t.applyHostLimit(h)
 	}
@@ -167,9 +188,9 @@ func (t *table) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outcome
 }
 
 // withHost is the current host groups' limits with host's set to l.
-func (t *table) withHost(host string, l config.Limit) map[string]config.Limit {
+func (t hostsRoom) withHost(host string, l config.Limit) map[string]config.Limit {
 	out := map[string]config.Limit{host: l}
-	for _, name := range t.hosts.Hosts() {
+	for _, name := range t.hs.hosts.Hosts() {
 		if g := t.q.Host(name); g != nil && name != host {
 			out[name] = g.Limit()
 		}
@@ -179,7 +200,7 @@ func (t *table) withHost(host string, l config.Limit) map[string]config.Limit {
 
 // hostEvents turns the host room's events into the outbox's, those that
 // notify.on wants (contract 13.7).
-func (t *table) hostEvents(evs []hosts.Event) []domain.Event {
+func (t hostsRoom) hostEvents(evs []hosts.Event) []domain.Event {
 	n := t.cfg.Notify
 	if n == nil || len(evs) == 0 {
 		return nil
@@ -201,10 +222,10 @@ func (t *table) hostEvents(evs []hosts.Event) []domain.Event {
 
 // hostObjects is Scheduler.Hosts: every host's object with its polls in
 // flight.
-func (t *table) hostObjects() []hosts.Object {
+func (t hostsRoom) hostObjects() []hosts.Object {
 	t.mu.Lock()
 	defer t.unlock()
-	objs := t.hosts.Objects(t.clock.Now())
+	objs := t.hs.hosts.Objects(t.clock.Now())
 	for i := range objs {
 		if g := t.q.Host(objs[i].Host); g != nil {
 			objs[i].Inflight = g.Held()
@@ -214,19 +235,19 @@ func (t *table) hostObjects() []hosts.Object {
 }
 
 // hostObject is Scheduler.Host.
-func (t *table) hostObject(name string, reset bool) (hosts.Object, error) {
+func (t hostsRoom) hostObject(name string, reset bool) (hosts.Object, error) {
 	t.mu.Lock()
 	defer t.unlock()
 	now := t.clock.Now()
 	var o hosts.Object
 	var ok bool
 	if reset {
-		o, ok = t.hosts.Reset(name, now)
+		o, ok = t.hs.hosts.Reset(name, now)
 		if ok {
 			t.applyHostLimit(name)
 		}
 	} else {
-		o, ok = t.hosts.Object(name, now)
+		o, ok = t.hs.hosts.Object(name, now)
 	}
 	if !ok {
 		return hosts.Object{}, fmt.Errorf("%w: host %q", ErrNotFound, name)
@@ -249,7 +270,7 @@ func nextRun(st *domain.SourceState) time.Time {
 // lifetime (contract 13.6: Cache-Control max-age or Expires, at most 24 h,
 // never earlier than its schedule) after a success of a source with
 // respect_cache. mu held.
-func (t *table) respectCache(e *entry, p *pollResult, o *policy.Outcome) {
+func (t hostsRoom) respectCache(e *entry, p *pollResult, o *policy.Outcome) {
 	if !e.src.RespectCache || o.Kind != domain.OutcomeSuccess || p.res.Answer == nil {
 		return
 	}
