@@ -177,6 +177,7 @@ func addedColumns() []addedColumn {
 		{&stateModel{}, "LastChangedAt", ""},
 		{&stateModel{}, "ChangesTotal", ""},
 		{&stateModel{}, "IncidentOpen", ""},
+		{&eventModel{}, "Reminder", ""},
 		// A command done before the column existed is done.
 		{&commandModel{}, "Status", "UPDATE " + tableCommands + " SET status = '" + domain.CommandDone + "' WHERE done_at IS NOT NULL"},
 	}
