@@ -69,6 +69,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.readSourceFiles(cfg, base, groups)
 	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
+	l.maintenance(sections.maintenance, cfg)
 	return cfg
 }
 
@@ -95,6 +96,7 @@ func (l *loader) checkNullSources(n *yaml.Node, sources, files int) {
 // order they depend on each other rather than the file's.
 type topSections struct {
 	defaults, limits, sources *yaml.Node
+	maintenance               *yaml.Node
 }
 
 // topKey reads one top-level key into cfg, or keeps its node in sections.
@@ -134,6 +136,8 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 		sections.limits = p.val
 	case "sources":
 		sections.sources = p.val
+	case "maintenance":
+		sections.maintenance = p.val
 	default:
 		l.addf(path{}.key(p.key), "unknown key")
 	}
