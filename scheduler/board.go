@@ -133,8 +133,8 @@ func (b *board) explain(es []*entry, remote map[string]domain.SourceState, out [
 			st = &r // another member's source: as its owner committed it
 		}
 		x := view.Explained{
-			SourceObject: view.View(e.src, st, now, b.redact.Redact),
-			Why:          view.Explain(e.src, st, now, qs[e], b.redact.Redact),
+			SourceObject: view.ViewIn(b.cfg, e.src, st, now, b.redact.Redact),
+			Why:          view.ExplainIn(b.cfg, e.src, st, now, qs[e], b.redact.Redact),
 		}
 		x.Owner = b.cl.owner(e)
 		out = append(out, x)

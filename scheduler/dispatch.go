@@ -41,12 +41,16 @@ func (w *workers) loop(ctx context.Context) {
 				w.q.Due.Remove(&e.slot)
 				continue
 			}
+			if w.holdForMaintenance(e, now) {
+				continue
+			}
 			w.dispatch(e, now, time.Unix(0, at))
 		}
 		if len(w.flapping) > 0 && !now.Before(w.flapSweepAt) {
 			w.sweepFlaps(now, false)
 			w.flapSweepAt = now.Add(time.Second)
 		}
+		w.sweepMaintenance(now)
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
 		if _, at, ok := w.q.Due.Top(); ok && !w.stopped {

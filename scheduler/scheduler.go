@@ -185,6 +185,9 @@ type table struct {
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
 	flapSweepAt time.Time
+	// maintSweepAt is the loop's next look at windows' ends and reminders
+	// (maintenance.go).
+	maintSweepAt time.Time
 	// byShard, the entries of each shard, is rebuilt when shardDirty.
 	byShard    [domain.Shards][]*entry
 	shardDirty bool

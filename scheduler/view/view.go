@@ -42,6 +42,9 @@ type SourceObject struct {
 	// Owner is the cluster member that polls the source (rule 8.6); nil
 	// when none does or on a single daemon.
 	Owner *string `json:"owner"`
+	// Maintenance is the maintenance window the source is in (ViewIn);
+	// absent outside one.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // View builds the source object of src from its state at now. redact masks
