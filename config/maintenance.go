@@ -92,10 +92,14 @@ func normalHost(scheme, host string) string {
 	return net.JoinHostPort(h, port)
 }
 
+// windowReader reads the maintenance section with the loader's readers
+// (a type of its own: the loader's methods are many already).
+type windowReader struct{ *loader }
+
 // maintenance reads the maintenance section after the sources, and indexes
 // the windows of each source. A glob or host that matches no source is a
 // note, not a problem (a source may come later).
-func (l *loader) maintenance(n *yaml.Node, cfg *Config) {
+func (l windowReader) maintenance(n *yaml.Node, cfg *Config) {
 	if n == nil || isNull(n) {
 		return
 	}
@@ -120,7 +124,7 @@ func (l *loader) maintenance(n *yaml.Node, cfg *Config) {
 
 // indexMaintenance fills cfg.maint and notes the globs and hosts that
 // match no source.
-func (l *loader) indexMaintenance(cfg *Config) {
+func (l windowReader) indexMaintenance(cfg *Config) {
 	for _, m := range cfg.Maintenance {
 		used := map[string]bool{}
 		for _, src := range cfg.Sources {
@@ -154,7 +158,7 @@ func (l *loader) indexMaintenance(cfg *Config) {
 }
 
 // window reads one window; nil when it has no usable name.
-func (l *loader) window(n *yaml.Node, where path) (*Maintenance, path) {
+func (l windowReader) window(n *yaml.Node, where path) (*Maintenance, path) {
 	ps, ok := l.pairs(n, where)
 	if !ok {
 		return nil, where
@@ -180,7 +184,7 @@ func (l *loader) window(n *yaml.Node, where path) (*Maintenance, path) {
 }
 
 // windowKey reads one key of a window into m.
-func (l *loader) windowKey(m *Maintenance, p pair, kp path) {
+func (l windowReader) windowKey(m *Maintenance, p pair, kp path) {
 	switch p.key {
 	case "name":
 	case "schedule":
@@ -221,7 +225,7 @@ func (l *loader) windowKey(m *Maintenance, p pair, kp path) {
 
 // checkWindow reports the keys a window lacks and a duration longer than
 // the gap between two of its starts (windows would overlap themselves).
-func (l *loader) checkWindow(m *Maintenance, ps []pair, where path) {
+func (l windowReader) checkWindow(m *Maintenance, ps []pair, where path) {
 	for _, k := range []string{"schedule", "duration", "action"} {
 		if !hasKey(ps, k) {
 			l.addf(where.key(k), "required")
@@ -240,7 +244,7 @@ func (l *loader) checkWindow(m *Maintenance, ps []pair, where path) {
 
 // windowSchedule parses a window's schedule: a cron schedule (CRON_TZ=
 // allowed), not "@every", whose starts are not anchored to anything.
-func (l *loader) windowSchedule(v string, kp path) Schedule {
+func (l windowReader) windowSchedule(v string, kp path) Schedule {
 	s, err := parseSchedule(v)
 	if err != nil {
 		l.addf(kp, "invalid schedule: %v", err)
@@ -254,7 +258,7 @@ func (l *loader) windowSchedule(v string, kp path) Schedule {
 }
 
 // windowList reads a non-empty list of strings, each checked by check.
-func (l *loader) windowList(n *yaml.Node, kp path, check func(string) (string, error)) []string {
+func (l windowReader) windowList(n *yaml.Node, kp path, check func(string) (string, error)) []string {
 	items, ok := l.items(n, kp)
 	if !ok {
 		return nil

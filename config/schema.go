@@ -69,7 +69,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 	}
 	l.readSourceFiles(cfg, base, groups)
 	l.checkNullSources(sections.sources, len(cfg.Sources), len(l.srcFiles.rel))
-	l.maintenance(sections.maintenance, cfg)
+	windowReader{l}.maintenance(sections.maintenance, cfg)
 	return cfg
 }
 

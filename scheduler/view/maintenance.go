@@ -12,9 +12,9 @@ import (
 // Maintenance is the maintenance window a source is in (contract 15.1), in
 // the source object; nil outside one.
 type Maintenance struct {
-	Name   string    `json:"name"`
-	Action string    `json:"action"` // pause | silence
-	Until  time.Time `json:"until"`
+	Name   string     `json:"name"`
+	Action string     `json:"action"` // pause | silence
+	Until  *time.Time `json:"until"`
 }
 
 // ViewIn is View within cfg's maintenance windows: a source in a pause
@@ -27,7 +27,7 @@ func ViewIn(cfg *config.Config, src *config.Source, st *domain.SourceState, now 
 	if w == nil {
 		return o
 	}
-	o.Maintenance = &Maintenance{Name: w.Name, Action: w.Action, Until: w.Until.UTC()}
+	o.Maintenance = &Maintenance{Name: w.Name, Action: w.Action, Until: utc(&w.Until)}
 	if shown != st {
 		o.NextRunAt = utc(policy.UTCPtr(maintenance.Resume(*w, policy.NewTiming(src.Name, src.Schedule), st)))
 	}
