@@ -263,6 +263,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("notify: {on: [error, open], webhook: {url: \"http://h/${A}\", headers: {K: v}}, timeout: 1s, max_age: 1h}\n" +
 		"defaults: {deliver: {file: \"out/{name}.json\", when: always}}\n" +
 		"sources: [{name: a, type: exec, command: [\"true\"], deliver: {command: [\"cat\"], webhook: {url: \"https://s/\"}}}, {name: b, type: exec, command: [\"true\"], deliver: null}]"))
+	f.Add([]byte("maintenance: [{name: m, schedule: \"CRON_TZ=Europe/Berlin 0 2 * * *\", duration: 30m, sources: [\"a*\"], hosts: [\"H:443\"], action: pause}]\n" +
+		"notify: {remind_every: 1h, webhook: {url: \"https://h/\", body: '{\"text\": {{json .Reason}}}'}}\n" +
+		"sources: [{name: a, type: http, url: \"https://h/\"}]"))
 	// One directory per fuzzing process (inputs run one at a time in it):
 	// a t.TempDir per input would cost more than Load itself.
 	path := filepath.Join(f.TempDir(), "c.yaml")
