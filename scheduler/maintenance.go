@@ -24,13 +24,26 @@ import (
 //     notified (maintenance.Release), and reminders fall due
 //     (policy.Reminder).
 
-// Sweeps of the sources: every sweepEvery while windows or reminders are
-// configured, else every idleSweepEvery (a word held by a window a reload
-// removed, or by a run before a restart, still goes out).
+// Sweeps of the sources: a pass over them every sweepEvery while windows
+// or reminders are configured, else every idleSweepEvery (a word held by a
+// window a reload removed, or by a run before a restart, still goes out).
+// A pass looks at sweepChunk sources per turn of the loop, so that the
+// lock is never held for long (a whole pass over 100,000 entries took
+// 3.5 ms): 100,000 sources take 49 turns, under a second while they are
+// polled, at most 49 s on an idle loop (one turn a second).
 const (
 	sweepEvery     = time.Second
 	idleSweepEvery = time.Minute
+	sweepChunk     = 2048
 )
+
+// maintSweep is where the sweep is: the start of the next pass, and the
+// index in the configuration's sources of the next chunk (0: between
+// passes).
+type maintSweep struct {
+	at   time.Time
+	next int
+}
 
 // holdForMaintenance reports whether e, due at now, is held by a pause
 // window; it then waits for its first tick after the window instead
@@ -60,25 +73,25 @@ func (w *workers) silence(e *entry, evs []domain.Event, end time.Time) []domain.
 	return nil
 }
 
-// sweepMaintenance looks at the sources this member polls, at most once
-// per sweepEvery (idleSweepEvery without windows and reminders): it
-// releases what windows that ended held and sends the reminders due.
-// mu held.
+// sweepMaintenance looks at the next chunk of the sources this member
+// polls (a pass begins at most once per sweepEvery, idleSweepEvery without
+// windows and reminders): it releases what windows that ended held and
+// sends the reminders due. mu held.
 func (w *workers) sweepMaintenance(now time.Time) {
-	n := w.cfg.Notify
-	if n == nil || w.stopped || now.Before(w.maintSweepAt) {
+	n, srcs := w.cfg.Notify, w.cfg.Sources
+	if n == nil || w.stopped || w.maint.next == 0 && now.Before(w.maint.at) {
 		return
 	}
-	every := idleSweepEvery
-	if len(w.cfg.Maintenance) > 0 || n.RemindEvery > 0 {
-		every = sweepEvery
+	if w.maint.next > len(srcs) {
+		w.maint.next = 0 // a reload removed sources
 	}
-	w.maintSweepAt = now.Add(every)
-	for _, e := range w.entries {
+	end := min(w.maint.next+sweepChunk, len(srcs))
+	for _, src := range srcs[w.maint.next:end] {
 		// A source polling now is looked at too (a source due every
 		// second would always be): the poll's end applies its outcome to
 		// the state as it is then, these fields included.
-		if e.removed || w.dormant(e) {
+		e := w.entries[src.Name]
+		if e == nil || e.removed || w.dormant(e) {
 			continue
 		}
 		if e.st.HeldEvent == "" && e.st.RemindAt == nil && e.st.ErrorReason == "" {
@@ -86,6 +99,14 @@ func (w *workers) sweepMaintenance(now time.Time) {
 		}
 		w.sweepEntry(e, n, now)
 	}
+	if w.maint.next = end; end < len(srcs) {
+		return
+	}
+	every := idleSweepEvery
+	if len(w.cfg.Maintenance) > 0 || n.RemindEvery > 0 {
+		every = sweepEvery
+	}
+	w.maint.next, w.maint.at = 0, now.Add(every)
 }
 
 // sweepEntry releases e's held word outside any window and applies

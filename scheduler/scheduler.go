@@ -185,9 +185,9 @@ type table struct {
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
 	flapSweepAt time.Time
-	// maintSweepAt is the loop's next look at windows' ends and reminders
+	// maint is where the loop's look at windows' ends and reminders is
 	// (maintenance.go).
-	maintSweepAt time.Time
+	maint maintSweep
 	// byShard, the entries of each shard, is rebuilt when shardDirty.
 	byShard    [domain.Shards][]*entry
 	shardDirty bool
