@@ -43,6 +43,9 @@ func TestMaintenanceShown(t *testing.T) {
 	if api := f.get("/api/sources/gen-002"); strings.Contains(api.body, `"maintenance"`) {
 		t.Errorf("a source in no window has a maintenance field: %s", api.body)
 	}
+	if paused := f.get("/?state=paused"); !strings.Contains(paused.body, "gen-000") || strings.Contains(paused.body, "gen-001") {
+		t.Errorf("the paused sources lack gen-000 or hold gen-001")
+	}
 	row := f.get("/?q=gen-000")
 	if !strings.Contains(row.body, "paused: maintenance: always-pause until ") {
 		t.Errorf("the overview's row lacks the window")

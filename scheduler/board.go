@@ -7,6 +7,7 @@ import (
 
 	"github.com/pacer-dev/pacer/config"
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/scheduler/maintenance"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 )
@@ -51,7 +52,8 @@ func (b *board) rows() []view.Row {
 			if e == nil || e.removed {
 				continue
 			}
-			r := view.Row{Name: e.name, Type: e.src.Type, State: policy.StateOf(&e.st, now), Failures: e.st.ConsecutiveFailures}
+			shown, _ := maintenance.Overlay(b.cfg, e.name, &e.st, now)
+			r := view.Row{Name: e.name, Type: e.src.Type, State: policy.StateOf(shown, now), Failures: e.st.ConsecutiveFailures}
 			if t := e.st.LastSuccessAt; t != nil && !t.IsZero() {
 				r.LastSuccess = t.UnixNano()
 			}

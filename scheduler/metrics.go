@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/domain"
+	"github.com/pacer-dev/pacer/scheduler/maintenance"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 )
 
@@ -175,7 +176,8 @@ func (b *board) stateCounts(perSource bool) (map[string]int, []sourceFailures) {
 		if e.removed {
 			continue
 		}
-		byState[stateIndex(policy.StateOf(&e.st, now))]++
+		shown, _ := maintenance.Overlay(b.cfg, name, &e.st, now)
+		byState[stateIndex(policy.StateOf(shown, now))]++
 		if perSource && e.st.ConsecutiveFailures > 0 {
 			failures = append(failures, sourceFailures{name, e.st.ConsecutiveFailures})
 		}

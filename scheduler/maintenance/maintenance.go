@@ -141,7 +141,7 @@ func Resume(w Window, tm policy.Timing, st *domain.SourceState) time.Time {
 // copy paused with the window's reason. The window in force is returned
 // too (nil for none), for the source object's maintenance field.
 func Overlay(cfg *config.Config, name string, st *domain.SourceState, now time.Time) (*domain.SourceState, *Window) {
-	if len(cfg.MaintenanceOf(name)) == 0 {
+	if len(cfg.Maintenance) == 0 || len(cfg.MaintenanceOf(name)) == 0 {
 		return st, nil
 	}
 	w, ok := For(cfg, name, now)
