@@ -203,7 +203,9 @@ func (l windowReader) windowKey(m *Maintenance, p pair, kp path) {
 		})
 	case "hosts":
 		m.Hosts = l.windowList(p.val, kp, func(s string) (string, error) {
-			h := normalHost("https", s)
+			// As written, in lower case: a default port written here
+			// matches nothing (a note says so), as hostOf omits it.
+			h := strings.ToLower(s)
 			if h == "" || strings.ContainsAny(h, "/?#@ ") {
 				return "", fmt.Errorf("not a host or host:port")
 			}

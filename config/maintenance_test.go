@@ -18,7 +18,7 @@ const maintSources = `sources:
 func TestMaintenanceSection(t *testing.T) {
 	doc := `maintenance:
   - {name: nightly, schedule: "CRON_TZ=Europe/Berlin 0 2 * * *", duration: 30m, sources: ["db-*"], action: pause}
-  - {name: hosts, schedule: "0 * * * *", duration: 5m, hosts: ["db.internal", "DB.internal:8080", "nowhere:1"], action: silence}
+  - {name: hosts, schedule: "0 * * * *", duration: 5m, hosts: ["db.internal", "DB.internal:8080", "nowhere:1", "db.internal:443"], action: silence}
   - {name: none, schedule: "@daily", duration: 1h, sources: ["zz-*"], action: silence}
 ` + maintSources
 	cfg, probs := loadIn(t, t.TempDir(), doc, nil)
@@ -44,7 +44,8 @@ func TestMaintenanceSection(t *testing.T) {
 		t.Errorf("api in %q", got)
 	}
 	notes := strings.Join(cfg.Notes, "\n")
-	for _, want := range []string{`maintenance[name=none].sources: "zz-*" matches no source`, `maintenance[name=hosts].hosts: "nowhere:1" is the host of no http source`} {
+	for _, want := range []string{`maintenance[name=none].sources: "zz-*" matches no source`, `maintenance[name=hosts].hosts: "nowhere:1" is the host of no http source`,
+		`maintenance[name=hosts].hosts: "db.internal:443" is the host of no http source`} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes %q lack %q", notes, want)
 		}
