@@ -98,3 +98,27 @@ func TestMinGap(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintenanceOnReload: a load that reuses the sources of the config in
+// force (a SIGHUP changing one source) indexes the windows of the sources
+// it reused as a first load does.
+func TestMaintenanceOnReload(t *testing.T) {
+	dir := t.TempDir()
+	doc := "maintenance:\n  - {name: n, schedule: \"0 2 * * *\", duration: 30m, sources: [\"db-*\"], action: silence}\n" + maintSources
+	prev, probs := loadIn(t, dir, doc, nil)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	doc = strings.Replace(doc, `command: ["true"], schedule: "@every 1m"`, `command: ["true"], schedule: "@every 2m"`, 1)
+	p := writeFile(t, dir, "config.yaml", doc, 0o644)
+	cfg, err := LoadWith(p, envMap(nil), Options{Previous: prev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Reused() == 0 {
+		t.Fatal("the reload reused no source")
+	}
+	if len(cfg.MaintenanceOf("api")) != 0 || len(cfg.MaintenanceOf("db-1")) != 1 || len(cfg.MaintenanceOf("db-2")) != 1 {
+		t.Fatalf("windows after the reload: api %v, db-1 %v", cfg.MaintenanceOf("api"), cfg.MaintenanceOf("db-1"))
+	}
+}
