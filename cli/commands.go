@@ -132,8 +132,8 @@ func statusView(cfg *config.Config, byName map[string]domain.SourceState, owners
 		if !ok {
 			s = domain.SourceState{Name: src.Name}
 		}
-		o := view.Explained{SourceObject: view.View(src, &s, now, redact),
-			Why: view.Explain(src, &s, now, view.QueueInfo{}, redact)}
+		o := view.Explained{SourceObject: view.ViewIn(cfg, src, &s, now, redact),
+			Why: view.ExplainIn(cfg, src, &s, now, view.QueueInfo{}, redact)}
 		o.Owner = owners.of(src)
 		return o
 	}

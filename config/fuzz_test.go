@@ -267,6 +267,9 @@ func FuzzLoad(f *testing.F) {
 		"sources: [{name: a, type: http, url: \"https://x/\", conditions: [\"body.json.status == 'ok'\", \"tls.not_after - now > duration('336h')\", " +
 		"\"duration < duration('2s')\", \"headers['x'] == 'y'\"], select: \"body.json.items.map(i, i.id)\"}, " +
 		"{name: b, type: exec, command: [\"true\"], conditions: [\"exit_code == 0\", \"stdout.json.ok\", \"tls.x\"], select: \"stdout.(\"}]"))
+	f.Add([]byte("maintenance: [{name: m, schedule: \"CRON_TZ=Europe/Berlin 0 2 * * *\", duration: 30m, sources: [\"a*\"], hosts: [\"H:443\"], action: pause}]\n" +
+		"notify: {remind_every: 1h, webhook: {url: \"https://h/\", body: '{\"text\": {{json .Reason}}}'}}\n" +
+		"sources: [{name: a, type: http, url: \"https://h/\"}]"))
 	// One directory per fuzzing process (inputs run one at a time in it):
 	// a t.TempDir per input would cost more than Load itself.
 	path := filepath.Join(f.TempDir(), "c.yaml")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pacer-dev/pacer/notify/render"
 )
 
 // The notify section (contract 10.1 to 10.3): where the events of sources
@@ -45,6 +47,12 @@ type Notify struct {
 	Command []string
 	// Webhook, when set, gets each event as a JSON POST.
 	Webhook *Webhook
+	// WebhookBody, when set, is notify.webhook.body: the webhook's body
+	// rendered from the event instead of the event JSON (contract 15.2).
+	WebhookBody *render.Template
+	// RemindEvery, when > 0, repeats an error event while its source stays
+	// in error (contract 15.3).
+	RemindEvery time.Duration
 	// Timeout bounds one delivery to one target.
 	Timeout time.Duration
 	// MaxAge is how long an event is retried before it is dropped.
@@ -68,7 +76,9 @@ func (l *loader) notify(n *yaml.Node) *Notify {
 		case "command":
 			out.Command = l.command(p.val, kp)
 		case "webhook":
-			out.Webhook = l.webhook(p.val, kp)
+			out.Webhook, out.WebhookBody = l.notifyWebhook(p.val, kp)
+		case "remind_every":
+			out.RemindEvery = l.remindEvery(p.val, kp)
 		case "timeout":
 			if v, ok := l.positiveDuration(p.val, kp); ok {
 				out.Timeout = v

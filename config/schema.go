@@ -76,6 +76,7 @@ func (l *loader) config(root *yaml.Node) *Config {
 		// Valid (a daemon may start empty), but likely not meant.
 		l.srcFiles.notes = append(l.srcFiles.notes, "no sources: nothing will be polled (write \"sources: []\" to mean it)")
 	}
+	windowReader{l}.maintenance(sections.maintenance, cfg)
 	return cfg
 }
 
@@ -102,6 +103,7 @@ func (l *loader) checkNullSources(n *yaml.Node, sources, files int) {
 // order they depend on each other rather than the file's.
 type topSections struct {
 	defaults, limits, sources *yaml.Node
+	maintenance               *yaml.Node
 }
 
 // topKey reads one top-level key into cfg, or keeps its node in sections.
@@ -143,6 +145,8 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 		l.hosts(p.val, &cfg.Hosts)
 	case "sources":
 		sections.sources = p.val
+	case "maintenance":
+		sections.maintenance = p.val
 	default:
 		l.unknownKey(path{}.key(p.key), p.key, topKeys())
 	}

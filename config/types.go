@@ -29,6 +29,8 @@ type Config struct {
 	Cluster Cluster
 	// Notify is the notify section (contract section 10); nil without one.
 	Notify *Notify
+	// Maintenance lists the maintenance windows (contract 15.1).
+	Maintenance []*Maintenance
 	// Limits maps a group name to its limits.
 	Limits map[string]Limit
 	// Hosts is the hosts section (contract section 13).
@@ -55,6 +57,9 @@ type Config struct {
 
 	// masks are the strings Load built with secrets in them (see Redactor).
 	masks []masked
+
+	// maint indexes the windows of each source in one (MaintenanceOf).
+	maint map[string][]*Maintenance
 
 	// byName indexes Sources by name (set by Load; Source falls back to a
 	// scan when it is missing or stale).

@@ -52,8 +52,9 @@ type fixture struct {
 // (yearly schedule): "xss" (exec, fails quoting a script tag, error after
 // 1 failure), "api-one" and "api-two" (http, 200), "down" (http, 502, no
 // error state), "secret" (secrets in its URL and headers), and gen-000 to
-// gen-119 (never polled). token "" runs without token_file.
-func newFixture(t *testing.T, token string) *fixture {
+// gen-119 (never polled). token "" runs without token_file; extra is YAML
+// of top-level sections added to the config.
+func newFixture(t *testing.T, token string, extra ...string) *fixture {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/down") {
@@ -65,6 +66,7 @@ func newFixture(t *testing.T, token string) *fixture {
 	t.Cleanup(up.Close)
 	dir := t.TempDir()
 	var b strings.Builder
+	b.WriteString(strings.Join(extra, ""))
 	fmt.Fprintf(&b, `store: pacer.db
 concurrency: 2
 admin: {listen: "127.0.0.1:0"}

@@ -24,6 +24,9 @@ type Event struct {
 	Reason              string
 	ConsecutiveFailures int
 	At                  time.Time
+	// Reminder marks a repeated error event (notify.remind_every,
+	// contract 15.3): the source is still in error.
+	Reminder bool
 	// Attempts counts the failed deliveries so far.
 	Attempts int
 	// NextAttemptAt is when it may be claimed again after a failure.

@@ -60,6 +60,17 @@ type SourceState struct {
 	// sends recovered and clears it. Saved with the rest of the state, so
 	// that it survives a restart and a hand-over to another member.
 	IncidentOpen bool
+
+	// RemindAt is when the next reminder of a source in error is due
+	// (notify.remind_every, contract 15.3); nil when none is. Kept with
+	// the state, so that a restart or another member neither skips nor
+	// repeats one.
+	RemindAt *time.Time
+	// HeldEvent is what a silence window kept from the receivers (contract
+	// 15.1): "" nothing; "error" or "open", an incident they were not told
+	// of; "recovered", the end of one they were told of. At the window's
+	// end the source's state then is notified (maintenance.Release).
+	HeldEvent string
 }
 
 // PollRecord is one entry of a source's poll history. Its JSON form is the

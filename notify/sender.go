@@ -435,7 +435,8 @@ func (s *Sender) deliver(j job) error {
 	}
 	if n.Webhook != nil {
 		ctx, cancel := context.WithTimeout(s.ctx, n.Timeout)
-		errs = append(errs, postWebhook(ctx, s.client, n.Webhook, j.ev.ID, body))
+		wb, ctype := s.webhookBody(j, body)
+		errs = append(errs, postWebhook(ctx, s.client, n.Webhook, j.ev.ID, wb, ctype))
 		cancel()
 	}
 	return errors.Join(errs...)

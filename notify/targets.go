@@ -32,14 +32,36 @@ type payload struct {
 	Reason              string    `json:"reason"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	At                  time.Time `json:"at"`
+	// Reminder is true in a reminder (notify.remind_every), absent
+	// otherwise.
+	Reminder bool `json:"reminder,omitempty"`
+}
+
+// hostPayload is the JSON of a host event (contract 13.7): its host and
+// number of sources, and a null source.
+type hostPayload struct {
+	ID            string    `json:"id"`
+	Event         string    `json:"event"`
+	Source        *string   `json:"source"`
+	Host          string    `json:"host"`
+	Sources       int       `json:"sources"`
+	State         string    `json:"state"`
+	PreviousState string    `json:"previous_state"`
+	Reason        string    `json:"reason"`
+	At            time.Time `json:"at"`
 }
 
 // Marshal is the JSON body of ev that every target gets.
 func Marshal(ev domain.Event) ([]byte, error) {
-	b, err := json.Marshal(payload{
+	var v any = payload{
 		ID: ev.ID, Event: ev.Event, Source: ev.Source, State: ev.State, PreviousState: ev.PreviousState,
-		Reason: ev.Reason, ConsecutiveFailures: ev.ConsecutiveFailures, At: ev.At.UTC(),
-	})
+		Reason: ev.Reason, ConsecutiveFailures: ev.ConsecutiveFailures, At: ev.At.UTC(), Reminder: ev.Reminder,
+	}
+	if ev.Host != "" {
+		v = hostPayload{ID: ev.ID, Event: ev.Event, Host: ev.Host, Sources: ev.Sources, State: ev.State,
+			PreviousState: ev.PreviousState, Reason: ev.Reason, At: ev.At.UTC()}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("notify: encode event %s: %w", ev.ID, err)
 	}
@@ -54,10 +76,10 @@ func newClient() *http.Client {
 	return deliver.NewClient(tr)
 }
 
-// postWebhook sends body to w as JSON with the event's id; only a 2xx
+// postWebhook sends body to w as ctype with the event's id; only a 2xx
 // answer is a success (deliver.Post, as result webhooks are sent).
-func postWebhook(ctx context.Context, c *http.Client, w *config.Webhook, id string, body []byte) error {
-	hdr := http.Header{"Content-Type": {"application/json"}, "X-Pacer-Event-Id": {id}}
+func postWebhook(ctx context.Context, c *http.Client, w *config.Webhook, id string, body []byte, ctype string) error {
+	hdr := http.Header{"Content-Type": {ctype}, "X-Pacer-Event-Id": {id}}
 	answer, err := deliver.Post(ctx, c, w, bytes.NewReader(body), int64(len(body)), hdr)
 	switch {
 	case err != nil:

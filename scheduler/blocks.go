@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pacer-dev/pacer/scheduler/maintenance"
 	"github.com/pacer-dev/pacer/scheduler/policy"
 	"github.com/pacer-dev/pacer/scheduler/view"
 )
@@ -98,7 +99,8 @@ func (t hostsRoom) clearBlock(e *entry) {
 // shownState is e's state as shown: blocked while a block holds it and
 // its own state would poll it, else its own. mu held.
 func (t hostsRoom) shownState(e *entry, now time.Time) string {
-	s := policy.StateOf(&e.st, now)
+	shown, _ := maintenance.Overlay(t.cfg, e.name, &e.st, now)
+	s := policy.StateOf(shown, now)
 	if _, ok := t.hs.blocks[e]; ok && s != policy.StatePaused && s != policy.StateError {
 		return policy.StateBlocked
 	}

@@ -137,8 +137,8 @@ func (b *board) explain(es []*entry, remote map[string]domain.SourceState, out [
 			q.Blocked = blk.reason
 		}
 		x := view.Explained{
-			SourceObject: view.View(e.src, st, now, b.redact.Redact),
-			Why:          view.Explain(e.src, st, now, q, b.redact.Redact),
+			SourceObject: view.ViewIn(b.cfg, e.src, st, now, b.redact.Redact),
+			Why:          view.ExplainIn(b.cfg, e.src, st, now, q, b.redact.Redact),
 		}
 		if q.Blocked != "" && st == &e.st {
 			x.State = b.up().shownState(e, now)

@@ -61,7 +61,7 @@ func (g *membership) storedView(ctx context.Context, name string) (view.SourceOb
 	if !found {
 		st = e.st
 	}
-	o := view.View(e.src, &st, g.clock.Now(), g.redact.Redact)
+	o := view.ViewIn(g.cfg, e.src, &st, g.clock.Now(), g.redact.Redact)
 	o.Owner = g.owner(e)
 	return o, nil
 }

@@ -32,7 +32,7 @@ func (op *control) sources() []view.SourceObject {
 	out := make([]view.SourceObject, 0, len(op.cfg.Sources))
 	for i := range op.cfg.Sources {
 		if e := op.entries[op.cfg.Sources[i].Name]; e != nil {
-			o := view.View(e.src, &e.st, now, op.redact.Redact)
+			o := view.ViewIn(op.cfg, e.src, &e.st, now, op.redact.Redact)
 			o.Owner = op.cl.owner(e)
 			out = append(out, o)
 		}
@@ -49,7 +49,7 @@ func (op *control) source(name string) (view.SourceObject, error) {
 		return view.SourceObject{}, err
 	}
 	now := op.now()
-	o := view.View(e.src, &e.st, now, op.redact.Redact)
+	o := view.ViewIn(op.cfg, e.src, &e.st, now, op.redact.Redact)
 	o.State = op.up().shownState(e, now)
 	o.Owner = op.cl.owner(e)
 	return o, nil
@@ -154,7 +154,7 @@ func (op *control) mutateAsync(name, action, reason string) (view.SourceObject, 
 	op.logChange(e, prev, now, action)
 	op.save(e, nil)
 	op.reschedule(e, now)
-	o, seq := view.View(e.src, &e.st, now, op.redact.Redact), e.savedSeq
+	o, seq := view.ViewIn(op.cfg, e.src, &e.st, now, op.redact.Redact), e.savedSeq
 	op.unlock()
 	return o, seq, nil
 }

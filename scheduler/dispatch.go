@@ -41,6 +41,9 @@ func (w *workers) loop(ctx context.Context) {
 				w.q.Due.Remove(&e.slot)
 				continue
 			}
+			if w.holdForMaintenance(e, now) {
+				continue
+			}
 			if b := w.up().gate(e, now, false); b.blocking() {
 				w.up().setBlock(e, b, now)
 				continue
@@ -51,6 +54,7 @@ func (w *workers) loop(ctx context.Context) {
 			w.sweepFlaps(now, false)
 			w.flapSweepAt = now.Add(time.Second)
 		}
+		w.sweepMaintenance(now)
 		// Wake at least once a second so that the watchdog sees progress.
 		wait := time.Second
 		if _, at, ok := w.q.Due.Top(); ok && !w.stopped {

@@ -378,7 +378,9 @@ func (w *workers) applyPoll(e *entry, brk *breaker.Breaker, o policy.Outcome) (e
 	if n := w.cfg.Notify; n != nil {
 		// Only with notify set: no copy and no event on the poll path else.
 		before := e.st
-		defer func() { evs = policy.PollEvents(n, e.name, &before, &e.st, o.Kind, o.Err, o.Start, o.End) }()
+		defer func() {
+			evs = w.silence(e, policy.PollEvents(n, e.name, &before, &e.st, o.Kind, o.Err, o.Start, o.End), o.End)
+		}()
 	}
 	if o.Kind == policy.KindLocal {
 		e.localErrs++

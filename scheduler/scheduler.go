@@ -191,6 +191,9 @@ type table struct {
 	// report (flaplog.go); flapSweepAt is the loop's next look at them.
 	flapping    []*entry
 	flapSweepAt time.Time
+	// maint is where the loop's look at windows' ends and reminders is
+	// (maintenance.go).
+	maint maintSweep
 	// byShard, the entries of each shard, is rebuilt when shardDirty.
 	byShard    [domain.Shards][]*entry
 	shardDirty bool

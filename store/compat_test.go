@@ -112,7 +112,7 @@ var addedShapes = map[string][]string{
 	"source_states": {"last_error_at INTEGER null pk0 default ", "etag TEXT null pk0 default ",
 		"last_modified TEXT null pk0 default ", "digest TEXT null pk0 default ",
 		"last_changed_at INTEGER null pk0 default ", "changes_total INTEGER null pk0 default ",
-		"incident_open NUMERIC null pk0 default "},
+		"incident_open NUMERIC null pk0 default ", "remind_at INTEGER null pk0 default ", "held_event TEXT null pk0 default "},
 	"commands": {"status TEXT not null pk0 default 'pending'"},
 }
 
@@ -162,7 +162,7 @@ func TestSchema3StoreReadsAsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, added := range []string{`"LastErrorAt": null`, `"ETag": ""`, `"LastModified": ""`, `"Digest": ""`,
-		`"LastChangedAt": null`, `"ChangesTotal": 0`, `"IncidentOpen": false`} {
+		`"LastChangedAt": null`, `"ChangesTotal": 0`, `"IncidentOpen": false`, `"RemindAt": null`, `"HeldEvent": ""`} {
 		got = bytes.ReplaceAll(got, []byte(",\n      "+added), nil)
 	}
 	// Round 1's records are unchanged, without a digest.

@@ -132,6 +132,8 @@ func fullState(name string) domain.SourceState {
 		LastChangedAt:        ptr(b.Add(-2 * time.Hour)),
 		ChangesTotal:         41,
 		IncidentOpen:         true,
+		RemindAt:             ptr(b.Add(-30 * time.Second)),
+		HeldEvent:            "recovered",
 	}
 }
 
@@ -143,6 +145,7 @@ func wantState(st domain.SourceState, got domain.SourceState) domain.SourceState
 	st.BreakerUntil = storedPtr(st.BreakerUntil)
 	st.LastErrorAt = storedPtr(st.LastErrorAt)
 	st.LastChangedAt = storedPtr(st.LastChangedAt)
+	st.RemindAt = storedPtr(st.RemindAt)
 	st.UpdatedAt = got.UpdatedAt
 	return st
 }
@@ -159,7 +162,7 @@ func checkState(t *testing.T, got, in domain.SourceState, before, after time.Tim
 	for what, tm := range map[string]*time.Time{
 		"NextRunAt": got.NextRunAt, "LastRunAt": got.LastRunAt, "LastSuccessAt": got.LastSuccessAt,
 		"BreakerUntil": got.BreakerUntil, "UpdatedAt": &got.UpdatedAt, "LastErrorAt": got.LastErrorAt,
-		"LastChangedAt": got.LastChangedAt,
+		"LastChangedAt": got.LastChangedAt, "RemindAt": got.RemindAt,
 	} {
 		checkUTC(t, what, tm)
 	}

@@ -45,6 +45,9 @@ type SourceObject struct {
 	// Host is the host group of an http source (contract 13.7); nil for
 	// exec sources.
 	Host *string `json:"host"`
+	// Maintenance is the maintenance window the source is in (ViewIn);
+	// absent outside one.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // View builds the source object of src from its state at now. redact masks

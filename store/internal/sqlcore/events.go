@@ -24,7 +24,7 @@ const tableEvents = "events"
 
 // eventColumns lists the columns an insert writes (seq is the database's).
 const eventColumns = "id, source, event, state, previous_state, reason, consecutive_failures, at, attempts, " +
-	"next_attempt_at, claimed_by, claim_until"
+	"next_attempt_at, claimed_by, claim_until, reminder"
 
 // eventModel is a row of events. Times are microseconds since the epoch; a
 // zero next_attempt_at or claim_until means none.
@@ -42,6 +42,9 @@ type eventModel struct {
 	NextAttemptAt       int64  `gorm:"not null;default:0"`
 	ClaimedBy           string `gorm:"not null;default:('')"`
 	ClaimUntil          int64  `gorm:"not null;default:0"`
+	// Reminder (domain.Event.Reminder): an additive column, NULL (not a
+	// reminder) in the rows written before it.
+	Reminder *bool
 }
 
 // TableName pins the table of eventModel.
@@ -82,7 +85,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, d Dialect, events []domain.Ev
 		}
 		if _, err := tx.ExecContext(ctx, q, ev.ID, ev.Key(), ev.Event, ev.State, ev.PreviousState, ev.Reason,
 			count, micros(ev.At), ev.Attempts, zeroMicros(ev.NextAttemptAt), ev.ClaimedBy,
-			zeroMicros(ev.ClaimUntil)); err != nil {
+			zeroMicros(ev.ClaimUntil), ev.Reminder); err != nil {
 			return fmt.Errorf("insert event of %q: %w", ev.Source, err)
 		}
 	}
@@ -137,11 +140,13 @@ func (s *Core) ClaimEvents(ctx context.Context, c domain.EventClaim) ([]domain.E
 	for rows.Next() {
 		var ev domain.Event
 		var at, next, claim int64
+		var reminder sql.NullBool
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.Source, &ev.Event, &ev.State, &ev.PreviousState, &ev.Reason,
-			&ev.ConsecutiveFailures, &at, &ev.Attempts, &next, &ev.ClaimedBy, &claim); err != nil {
+			&ev.ConsecutiveFailures, &at, &ev.Attempts, &next, &ev.ClaimedBy, &claim, &reminder); err != nil {
 			return nil, fmt.Errorf("store: claim events: %w", err)
 		}
 		ev.At, ev.NextAttemptAt, ev.ClaimUntil = fromMicros(at), fromZeroMicros(next), fromZeroMicros(claim)
+		ev.Reminder = reminder.Bool
 		hostEvent(&ev)
 		out = append(out, ev)
 	}

@@ -63,6 +63,10 @@ type stateModel struct {
 	// IncidentOpen (SourceState.IncidentOpen): an additive column, NULL
 	// (no incident) before it.
 	IncidentOpen *bool
+	// RemindAt and HeldEvent (SourceState's): additive columns, NULL
+	// (no reminder due, nothing held) before them.
+	RemindAt  *int64
+	HeldEvent *string
 }
 
 // TableName pins the table of stateModel.
@@ -87,6 +91,7 @@ func (m *stateModel) state() domain.SourceState {
 		HistorySeq: m.HistorySeq, UpdatedAt: fromMicros(m.UpdatedAt), LastErrorAt: t(m.LastErrorAt),
 		ETag: deref(m.ETag), LastModified: deref(m.LastModified), Digest: deref(m.Digest),
 		LastChangedAt: t(m.LastChangedAt), ChangesTotal: deref(m.ChangesTotal), IncidentOpen: deref(m.IncidentOpen),
+		RemindAt: t(m.RemindAt), HeldEvent: deref(m.HeldEvent),
 	}
 }
 
@@ -177,6 +182,9 @@ func addedColumns() []addedColumn {
 		{&stateModel{}, "LastChangedAt", ""},
 		{&stateModel{}, "ChangesTotal", ""},
 		{&stateModel{}, "IncidentOpen", ""},
+		{&eventModel{}, "Reminder", ""},
+		{&stateModel{}, "RemindAt", ""},
+		{&stateModel{}, "HeldEvent", ""},
 		// A command done before the column existed is done.
 		{&commandModel{}, "Status", "UPDATE " + tableCommands + " SET status = '" + domain.CommandDone + "' WHERE done_at IS NOT NULL"},
 	}

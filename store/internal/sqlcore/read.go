@@ -56,15 +56,15 @@ func fromNullMicros(us sql.NullInt64) *time.Time {
 // scanState reads one row of stateColumns.
 func scanState(r *sql.Rows) (domain.SourceState, error) {
 	var st domain.SourceState
-	var next, last, success, until, lastErr, changed, changes sql.NullInt64
-	var etag, modified, digest sql.NullString
+	var next, last, success, until, lastErr, changed, changes, remind sql.NullInt64
+	var etag, modified, digest, held sql.NullString
 	var incident sql.NullBool
 	var updated int64
 	err := r.Scan(&st.Name, &st.Fingerprint, &st.ConsecutiveFailures, &st.ConsecutiveThrottles,
 		&next, &last, &success, &st.LastError, &st.LastOutcome, &st.BreakerState, &until,
 		&st.ErrorReason, &st.Paused, &st.PausedReason, &st.PollsTotal, &st.FailuresTotal,
 		&st.ThrottledTotal, &st.HistorySeq, &updated, &lastErr,
-		&etag, &modified, &digest, &changed, &changes, &incident)
+		&etag, &modified, &digest, &changed, &changes, &incident, &remind, &held)
 	if err != nil {
 		return domain.SourceState{}, err
 	}
@@ -74,6 +74,7 @@ func scanState(r *sql.Rows) (domain.SourceState, error) {
 	st.ETag, st.LastModified, st.Digest = etag.String, modified.String, digest.String
 	st.LastChangedAt, st.ChangesTotal = fromNullMicros(changed), changes.Int64
 	st.IncidentOpen = incident.Bool
+	st.RemindAt, st.HeldEvent = fromNullMicros(remind), held.String
 	return st, nil
 }
 

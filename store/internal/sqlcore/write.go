@@ -37,7 +37,7 @@ const rowSizes = 7
 const stateColumns = "name, fingerprint, consecutive_failures, consecutive_throttles, next_run_at, last_run_at, " +
 	"last_success_at, last_error, last_outcome, breaker_state, breaker_until, error_reason, paused, " +
 	"paused_reason, polls_total, failures_total, throttled_total, history_seq, updated_at, last_error_at, " +
-	"etag, last_modified, digest, last_changed_at, changes_total, incident_open"
+	"etag, last_modified, digest, last_changed_at, changes_total, incident_open, remind_at, held_event"
 
 // tailColumns and blockColumns list the columns of a tail and of a block in
 // the order SaveBatch binds and copies them.
@@ -203,7 +203,7 @@ func stateArgs(row *stateRow, dst []any) []any {
 		st.LastOutcome, st.BreakerState, microsPtr(st.BreakerUntil), st.ErrorReason, st.Paused,
 		st.PausedReason, st.PollsTotal, st.FailuresTotal, st.ThrottledTotal, st.HistorySeq, row.updated,
 		microsPtr(st.LastErrorAt), nullString(st.ETag), nullString(st.LastModified), nullString(st.Digest),
-		microsPtr(st.LastChangedAt), st.ChangesTotal, st.IncidentOpen)
+		microsPtr(st.LastChangedAt), st.ChangesTotal, st.IncidentOpen, microsPtr(st.RemindAt), nullString(st.HeldEvent))
 }
 
 // nullString is s, or NULL for "" (the additive text columns are nullable).
