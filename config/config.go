@@ -48,7 +48,7 @@ func (c *Config) Source(name string) (*Source, bool) {
 	if c == nil {
 		return nil, false
 	}
-	if i, ok := c.byName[name]; ok && i < len(c.Sources) && c.Sources[i].Name == name {
+	if i, ok := c.idx.byName[name]; ok && i < len(c.Sources) && c.Sources[i].Name == name {
 		return c.Sources[i], true
 	}
 	for i := range c.Sources { // index missing or stale (Config built or edited by hand)

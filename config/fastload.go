@@ -206,12 +206,12 @@ func (l *loader) fastSources(b inherited, groups map[string]bool, noFiles bool, 
 	}
 	// same: every source has the name of the previous config's at its
 	// index, whose index by name then serves unchanged.
-	same := f.prev != nil && len(f.prev.Sources) == n && len(f.prev.byName) == n
+	same := f.prev != nil && len(f.prev.Sources) == n && len(f.prev.idx.byName) == n
 	for i := 0; same && i < n; i++ {
 		same = f.prev.Sources[i].Name == out[i].Name
 	}
 	if same {
-		return out, f.prev.byName // never written once built
+		return out, f.prev.idx.byName // never written once built
 	}
 	first := make(map[string]int, n)
 	for i := range out {
@@ -364,7 +364,7 @@ func (l *loader) fastSourceFiles(cfg *Config, b inherited, groups map[string]boo
 		}
 		byName[all[i].Name] = i
 	}
-	cfg.Sources, cfg.byName = all, byName
+	cfg.Sources, cfg.idx.byName = all, byName
 }
 
 // treeSourceFile appends the sources of the source file abs read from its

@@ -79,8 +79,12 @@ func HostOf(rawURL string) (string, bool) {
 	return net.JoinHostPort(host, port), true
 }
 
+// hostsReader reads the hosts section (a loader's, apart from its own
+// methods so that each type stays small).
+type hostsReader struct{ *loader }
+
 // hosts reads the hosts section into h.
-func (l *loader) hosts(n *yaml.Node, h *Hosts) {
+func (l hostsReader) hosts(n *yaml.Node, h *Hosts) {
 	h.Present = true
 	h.Default = DefaultHostSettings()
 	ps, ok := l.pairs(n, at("hosts"))
@@ -126,7 +130,7 @@ func (l *loader) hosts(n *yaml.Node, h *Hosts) {
 }
 
 // hostKey reads one key of a host's settings into s.
-func (l *loader) hostKey(s *HostSettings, p pair, kp path) {
+func (l hostsReader) hostKey(s *HostSettings, p pair, kp path) {
 	switch p.key {
 	case "concurrency":
 		if v, ok := l.minInt(p.val, kp, 0); ok {
@@ -158,7 +162,7 @@ func (l *loader) hostKey(s *HostSettings, p pair, kp path) {
 }
 
 // hostBreaker reads a host breaker block over b.
-func (l *loader) hostBreaker(n *yaml.Node, where path, b *HostBreaker) {
+func (l hostsReader) hostBreaker(n *yaml.Node, where path, b *HostBreaker) {
 	ps, _ := l.pairs(n, where)
 	for _, p := range ps {
 		kp := where.key(p.key)
@@ -186,7 +190,7 @@ func (l *loader) hostBreaker(n *yaml.Node, where path, b *HostBreaker) {
 }
 
 // checkAdaptive refuses adaptive with nothing to bound what it learns.
-func (l *loader) checkAdaptive(s HostSettings, where path) {
+func (l hostsReader) checkAdaptive(s HostSettings, where path) {
 	if s.Adaptive && s.Concurrency == 0 && s.Rate == 0 {
 		l.addf(where.key("adaptive"), "needs concurrency or rate to bound what it learns")
 	}

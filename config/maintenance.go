@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	pathpkg "path"
 	"strings"
 	"time"
@@ -60,36 +58,14 @@ func (m *Maintenance) Matches(src *Source) bool {
 // MaintenanceOf returns the windows that name is in (nil for none), from
 // the index Load built; the sources of no window cost nothing.
 func (c *Config) MaintenanceOf(name string) []*Maintenance {
-	return c.maint[name]
+	return c.idx.maint[name]
 }
 
-// hostOf is the host of an http(s) URL as maintenance windows name it:
-// host[:port] in lower case, the scheme's default port omitted, IPv6 in
-// brackets; "" when raw does not parse. (A local helper until the hosts
-// work, contract section 13, gives one for all.)
+// hostOf is the host group of an http source's URL (HostOf), "" when it
+// has none.
 func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return normalHost(u.Scheme, u.Host)
-}
-
-// normalHost is host (host or host:port) in lower case without the
-// default port of scheme.
-func normalHost(scheme, host string) string {
-	host = strings.ToLower(host)
-	h, port, err := net.SplitHostPort(host)
-	if err != nil {
-		return host
-	}
-	if port == "" || scheme == "http" && port == "80" || scheme == "https" && port == "443" {
-		if strings.Contains(h, ":") {
-			return "[" + h + "]"
-		}
-		return h
-	}
-	return net.JoinHostPort(h, port)
+	h, _ := HostOf(raw)
+	return h
 }
 
 // windowReader reads the maintenance section with the loader's readers
@@ -122,7 +98,7 @@ func (l windowReader) maintenance(n *yaml.Node, cfg *Config) {
 	l.indexMaintenance(cfg)
 }
 
-// indexMaintenance fills cfg.maint and notes the globs and hosts that
+// indexMaintenance fills cfg.idx.maint and notes the globs and hosts that
 // match no source.
 func (l windowReader) indexMaintenance(cfg *Config) {
 	for _, m := range cfg.Maintenance {
@@ -131,10 +107,10 @@ func (l windowReader) indexMaintenance(cfg *Config) {
 			if !m.Matches(src) {
 				continue
 			}
-			if cfg.maint == nil {
-				cfg.maint = map[string][]*Maintenance{}
+			if cfg.idx.maint == nil {
+				cfg.idx.maint = map[string][]*Maintenance{}
 			}
-			cfg.maint[src.Name] = append(cfg.maint[src.Name], m)
+			cfg.idx.maint[src.Name] = append(cfg.idx.maint[src.Name], m)
 			for _, g := range m.Sources {
 				if ok, _ := pathpkg.Match(g, src.Name); ok {
 					used["s"+g] = true
@@ -202,15 +178,7 @@ func (l windowReader) windowKey(m *Maintenance, p pair, kp path) {
 			return s, err
 		})
 	case "hosts":
-		m.Hosts = l.windowList(p.val, kp, func(s string) (string, error) {
-			// As written, in lower case: a default port written here
-			// matches nothing (a note says so), as hostOf omits it.
-			h := strings.ToLower(s)
-			if h == "" || strings.ContainsAny(h, "/?#@ ") {
-				return "", fmt.Errorf("not a host or host:port")
-			}
-			return h, nil
-		})
+		m.Hosts = l.windowList(p.val, kp, hostName) // as the hosts section names hosts
 	case "action":
 		if v, ok := l.scalar(p.val, kp, "pause or silence"); ok {
 			switch a := strings.ToLower(strings.TrimSpace(v)); a {

@@ -64,9 +64,9 @@ func (l *loader) config(root *yaml.Node) *Config {
 	if l.fast != nil && !isNull(sections.sources) {
 		l.fast.failed = true // a list the cut did not find (flow style, a quoted key)
 	} else if l.fast != nil {
-		cfg.Sources, cfg.byName = l.fastSources(base, groups, l.files == files0, rec.env)
+		cfg.Sources, cfg.idx.byName = l.fastSources(base, groups, l.files == files0, rec.env)
 	} else {
-		cfg.Sources, cfg.byName = l.sources(nil, sections.sources, base, groups)
+		cfg.Sources, cfg.idx.byName = l.sources(nil, sections.sources, base, groups)
 	}
 	l.readSourceFiles(cfg, base, groups)
 	l.checkDependencies(cfg)
@@ -142,7 +142,7 @@ func (l *loader) topKey(cfg *Config, sections *topSections, p pair) {
 	case "limits":
 		sections.limits = p.val
 	case "hosts":
-		l.hosts(p.val, &cfg.Hosts)
+		hostsReader{l}.hosts(p.val, &cfg.Hosts)
 	case "sources":
 		sections.sources = p.val
 	case "maintenance":

@@ -163,7 +163,7 @@ func (l *loader) readSourceFiles(cfg *Config, b inherited, groups map[string]boo
 			byName[all[i].Name] = i
 		}
 	}
-	cfg.Sources, cfg.byName = all, byName
+	cfg.Sources, cfg.idx.byName = all, byName
 }
 
 // byFile orders the problems by the file they are in, the config file

@@ -58,18 +58,22 @@ type Config struct {
 	// masks are the strings Load built with secrets in them (see Redactor).
 	masks []masked
 
-	// maint indexes the windows of each source in one (MaintenanceOf).
-	maint map[string][]*Maintenance
-
-	// byName indexes Sources by name (set by Load; Source falls back to a
-	// scan when it is missing or stale).
-	byName map[string]int
+	// idx indexes Sources by name (Source falls back to a scan when it is
+	// missing or stale) and the maintenance windows by source (set by
+	// Load).
+	idx indexes
 	// fast is what the next Load may reuse of this one (Options.Previous,
 	// fastload.go), or nil.
 	fast *fastCache
 	// exprs compiled the sources' conditions; the next Load reuses what
 	// it compiled (Options.Previous).
 	exprs *conditions.Compiler
+}
+
+// indexes are a Config's lookups, built by Load.
+type indexes struct {
+	byName map[string]int
+	maint  map[string][]*Maintenance
 }
 
 // Admin configures the admin HTTP API.

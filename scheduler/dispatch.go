@@ -21,35 +21,7 @@ func (w *workers) loop(ctx context.Context) {
 		w.mu.Lock()
 		now := w.now()
 		nowNs := policy.NanoKey(now)
-		// Once shutdown has begun nothing more is dispatched: the workers
-		// take no new job, and a dispatch would log a probe that never runs.
-		for !w.stopped {
-			e, at, ok := w.q.Due.Top()
-			if !ok || at > nowNs {
-				break
-			}
-			if w.flush.Pending(e.sl, e.savedSeq) {
-				// Rule 3.8: its last state is not committed yet. Look again
-				// shortly rather than hold a permit while waiting.
-				w.q.Due.Schedule(&e.slot, policy.NanoKey(now.Add(commitRecheck)))
-				continue
-			}
-			if !w.shards.MayStart(e.shard) {
-				// Its claim is ending: the shard goes dormant now rather
-				// than at the next look at the member's shards.
-				w.loseShard(e.shard)
-				w.q.Due.Remove(&e.slot)
-				continue
-			}
-			if w.holdForMaintenance(e, now) {
-				continue
-			}
-			if b := w.up().gate(e, now, false); b.blocking() {
-				w.up().setBlock(e, b, now)
-				continue
-			}
-			w.dispatch(e, now, time.Unix(0, at))
-		}
+		w.dispatchDue(now, nowNs)
 		if len(w.flapping) > 0 && !now.Before(w.flapSweepAt) {
 			w.sweepFlaps(now, false)
 			w.flapSweepAt = now.Add(time.Second)
@@ -73,6 +45,41 @@ func (w *workers) loop(ctx context.Context) {
 		case <-w.q.Wake():
 		case <-t.C():
 		}
+	}
+}
+
+// dispatchDue dispatches every source due at now (nowNs its heap key),
+// but those whose last state is not committed (rule 3.8: looked at again
+// shortly), whose shard is being given up, that a maintenance window holds
+// or that their host or a dependency blocks. Once shutdown has begun
+// nothing more is dispatched: the workers take no new job, and a dispatch
+// would log a probe that never runs. mu held.
+func (w *workers) dispatchDue(now time.Time, nowNs int64) {
+	for !w.stopped {
+		e, at, ok := w.q.Due.Top()
+		if !ok || at > nowNs {
+			return
+		}
+		if w.flush.Pending(e.sl, e.savedSeq) {
+			// Look again shortly rather than hold a permit while waiting.
+			w.q.Due.Schedule(&e.slot, policy.NanoKey(now.Add(commitRecheck)))
+			continue
+		}
+		if !w.shards.MayStart(e.shard) {
+			// Its claim is ending: the shard goes dormant now rather
+			// than at the next look at the member's shards.
+			w.loseShard(e.shard)
+			w.q.Due.Remove(&e.slot)
+			continue
+		}
+		if w.holdForMaintenance(e, now) {
+			continue
+		}
+		if b := w.up().gate(e, now, false); b.blocking() {
+			w.up().setBlock(e, b, now)
+			continue
+		}
+		w.dispatch(e, now, time.Unix(0, at))
 	}
 }
 
