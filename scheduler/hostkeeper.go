@@ -139,17 +139,7 @@ func OfflineHosts(cfg *config.Config, stored []domain.HostState, log *slog.Logge
 	if !cfg.Hosts.Present {
 		return tab
 	}
-	counts := map[string]int{}
-	for _, s := range cfg.Sources {
-		if s.Host != "" {
-			counts[s.Host]++
-		}
-	}
-	settings := make(map[string]hosts.Settings, len(counts))
-	for h := range counts {
-		settings[h] = hostSettings(cfg.Hosts.For(h))
-	}
-	tab.Configure(settings, counts)
+	tab.Configure(hostsOf(cfg))
 	tab.Restore(decodeHosts(log, stored), time.Time{})
 	return tab
 }

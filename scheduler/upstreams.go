@@ -59,6 +59,15 @@ func (t hostsRoom) configureHosts(cfg *config.Config, ctx spawnCtx) {
 		t.q.SetHosts(ctx.ctx, nil, ctx.spawn)
 		return
 	}
+	settings, counts := hostsOf(cfg)
+	t.hs.hosts.Configure(settings, counts)
+	t.q.SetHosts(ctx.ctx, t.hostLimits(counts), ctx.spawn)
+	t.shareHosts()
+}
+
+// hostsOf is the settings and the number of sources of each of cfg's
+// hosts.
+func hostsOf(cfg *config.Config) (map[string]hosts.Settings, map[string]int) {
 	counts := map[string]int{}
 	for _, s := range cfg.Sources {
 		if s.Host != "" {
@@ -69,9 +78,7 @@ func (t hostsRoom) configureHosts(cfg *config.Config, ctx spawnCtx) {
 	for h := range counts {
 		settings[h] = hostSettings(cfg.Hosts.For(h))
 	}
-	t.hs.hosts.Configure(settings, counts)
-	t.q.SetHosts(ctx.ctx, t.hostLimits(counts), ctx.spawn)
-	t.shareHosts()
+	return settings, counts
 }
 
 // hostLimits is the limit of the group of each host of counts that has a
