@@ -19,6 +19,11 @@ type FIFO[T any] struct {
 // NewFIFO returns an empty FIFO.
 func NewFIFO[T any]() *FIFO[T] { return &FIFO[T]{signal: make(chan struct{}, 1)} }
 
+// newQuietFIFO returns an empty FIFO that only TryPop takes from (a
+// group's, whose admitter runs while it is not empty): it has no signal
+// to wait on (notify skips a nil one), 100 bytes less per group.
+func newQuietFIFO[T any]() *FIFO[T] { return &FIFO[T]{} }
+
 // Push appends t.
 func (q *FIFO[T]) Push(t T) {
 	q.mu.Lock()

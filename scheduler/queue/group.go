@@ -52,7 +52,7 @@ type Group[V any] struct {
 }
 
 func newGroup[V any](name string, kind Kind, l config.Limit) *Group[V] {
-	g := &Group[V]{name: name, kind: kind, limit: l, q: NewFIFO[Job[V]]()}
+	g := &Group[V]{name: name, kind: kind, limit: l, q: newQuietFIFO[Job[V]]()}
 	g.sem = newSemaphore(l.Concurrency)
 	if l.Rate > 0 {
 		g.lim = rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))

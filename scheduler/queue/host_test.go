@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,4 +101,30 @@ func TestHostLimitChangesInPlace(t *testing.T) {
 	if n := q.Host("h").Held(); n != 0 {
 		t.Fatalf("%d places held after every job is done", n)
 	}
+}
+
+// TestHostGroupMemory reports the bytes of a host group with a cap and a
+// rate (its struct, semaphore, FIFO and token bucket), 2,000 of them, and
+// holds it under 1 KiB with the host room's state (issue 22: memory per
+// host <= 1 KiB; the host room's part is measured in scheduler/hosts).
+func TestHostGroupMemory(t *testing.T) {
+	q := New[*item](&owner{wake: make(chan struct{})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	limits := make(map[string]config.Limit, 2000)
+	for i := range 2000 {
+		limits[fmt.Sprintf("h%d.example", i)] = config.Limit{Concurrency: 4, Rate: 2, Burst: 1}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	q.SetHosts(ctx, limits, func(context.Context, func(context.Context)) {})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / 2000
+	t.Logf("%.0f bytes per host group (2,000 groups, the map included)", per)
+	if per > 512 {
+		t.Errorf("%.0f bytes per host group, want <= 512 (1 KiB with the host room's ~725)", per)
+	}
+	runtime.KeepAlive(q)
 }

@@ -23,7 +23,7 @@ type semaphore struct {
 }
 
 func newSemaphore(capacity int) *semaphore {
-	return &semaphore{cap: max(capacity, 0), wake: make(chan struct{})}
+	return &semaphore{cap: max(capacity, 0)}
 }
 
 // acquire takes a place, waiting while all are held; held is the number
@@ -36,6 +36,9 @@ func (s *semaphore) acquire(ctx context.Context) (held int, waited, ok bool) {
 			held = s.n
 			s.mu.Unlock()
 			return held, waited, true
+		}
+		if s.wake == nil {
+			s.wake = make(chan struct{}) // made at the first wait: most groups never wait
 		}
 		ch := s.wake
 		s.waiting = true
