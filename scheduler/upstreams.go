@@ -185,6 +185,9 @@ func (t hostsRoom) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outc
 		return nil
 	}
 	evs := t.hs.hosts.Finish(h, hostOutcome(j, p, o, next), o.End)
+	if !t.cfg.Hosts.For(h).Adaptive {
+		return t.hostEvents(evs) // its limits change only with the configuration
+	}
 	if l, ok := t.hostLimit(h); ok {
 		if t.q.Host(h) == nil {
 			t.q.SetHosts(t.hs.ctx.ctx, t.withHost(h, l), t.hs.ctx.spawn)

@@ -125,6 +125,34 @@ func (ps *Permits) release() {
 	}
 }
 
+// tryAcquire passes j through g at once when nothing waits for g (no
+// admitter runs, so no job is ahead of it), a place is free and a token
+// is there now: the common case of a host group, which then costs no
+// goroutine and no hand-over. The owner's conditions (Owner.Admit) were
+// checked just before by whoever hands j on (the dispatch, or the
+// previous group's admitter). It reports false, holding nothing more,
+// when j must wait in g's queue.
+func (g *Group[V]) tryAcquire(j *Job[V], o Owner[V]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.run {
+		return false
+	}
+	held, ok := g.sem.tryAcquire()
+	if !ok {
+		return false
+	}
+	if g.lim != nil && !g.lim.AllowN(o.Now(), 1) {
+		g.sem.release()
+		return false
+	}
+	j.permits[g.kind] = Permit{sem: g.sem}
+	if g.kind == KindHost {
+		j.HostWaited, j.HostInflight = false, held
+	}
+	return true
+}
+
 // acquire waits for a place of g's concurrency cap and then for its
 // token, in this order (a job that took its token then waited for a
 // place would start later than the rate allows), and records the place in

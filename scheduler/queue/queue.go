@@ -131,6 +131,9 @@ func (q *Queue[V]) Add(j Job[V]) {
 func (q *Queue[V]) forward(j Job[V], now time.Time) {
 	for ; j.stage < kinds; j.stage++ {
 		if g := j.Route[j.stage]; g != nil {
+			if g.tryAcquire(&j, q.owner) {
+				continue // passed at once: no wait, no admitter
+			}
 			j.stage++
 			q.push(g, j)
 			return

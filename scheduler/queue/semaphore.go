@@ -52,6 +52,17 @@ func (s *semaphore) acquire(ctx context.Context) (held int, waited, ok bool) {
 	}
 }
 
+// tryAcquire takes a place if one is free now, without waiting.
+func (s *semaphore) tryAcquire() (held int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cap != 0 && s.n >= s.cap {
+		return 0, false
+	}
+	s.n++
+	return s.n, true
+}
+
 // release gives a place back and wakes the waiter.
 func (s *semaphore) release() {
 	s.mu.Lock()
