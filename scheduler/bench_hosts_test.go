@@ -47,7 +47,7 @@ func BenchmarkSchedulerHosts(b *testing.B) {
 	newPoller := func(src *config.Source) (sources.Poller, error) {
 		return noopPoller{tm: policy.NewTiming(src.Name, src.Schedule)}, nil
 	}
-	measure := func(cfg *config.Config) float64 {
+	measure := func(cfg *config.Config, name string) float64 {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			if err := os.Remove(cfg.Store + suffix); err != nil && !os.IsNotExist(err) {
 				b.Fatal(err)
@@ -55,14 +55,16 @@ func BenchmarkSchedulerHosts(b *testing.B) {
 		}
 		h := startBench(b, dir, cfg, newPoller)
 		h.settle(2 * time.Minute)
+		stop := profileWindow(b, name)
 		p := cpuShare(window)
+		stop()
 		h.stop(b)
 		return p
 	}
 	var offs, ons, ratios []float64
 	for r := range rounds {
-		o := measure(off)
-		w := measure(on)
+		o := measure(off, fmt.Sprintf("hosts-off-r%d", r+1))
+		w := measure(on, fmt.Sprintf("hosts-on-r%d", r+1))
 		offs, ons, ratios = append(offs, o), append(ons, w), append(ratios, w/o)
 		b.Logf("round %d: hosts off %.3f%% of a core, on %.3f%%: on/off %.3f", r+1, 100*o, 100*w, w/o)
 	}
