@@ -242,3 +242,47 @@ sources:
 		}
 	}
 }
+
+// TestRespectCacheDefersThePoll: with respect_cache, an answer's
+// Cache-Control max-age defers the next poll of an "@every 1s" source to
+// not before then; no-cache defers nothing.
+func TestRespectCacheDefersThePoll(t *testing.T) {
+	var maxAge atomic.Value
+	maxAge.Store("max-age=4")
+	var polls atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		polls.Add(1)
+		w.Header().Set("Cache-Control", maxAge.Load().(string))
+		fmt.Fprint(w, "ok")
+	}), ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends at Close
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	body := "defaults: {schedule: \"@every 1s\", timeout: 5s, respect_cache: true}\nsources:\n" +
+		"  - {name: c, type: http, url: \"http://" + ln.Addr().String() + "/\"}\n"
+	h := start(t, dir, writeConfig(t, dir, body))
+	defer h.stop()
+	waitfor.True(t, 30*time.Second, "the first poll", func() bool { return h.source("c").PollsTotal >= 1 })
+	first := time.Now()
+	o := h.source("c")
+	if o.NextRunAt == nil || o.NextRunAt.Sub(*o.LastRunAt) < 3500*time.Millisecond {
+		t.Fatalf("next run %v after a poll at %v with max-age=4, want 4 s later", o.NextRunAt, o.LastRunAt)
+	}
+	if x, err := h.s.ExplainSource("c"); err != nil || !strings.Contains(x.Why, "respect_cache") {
+		t.Fatalf("why %q (%v): want it to say the cache deferred the poll", x.Why, err)
+	}
+	time.Sleep(2 * time.Second) // two ticks of its schedule: a bound load can only make looser
+	if n := polls.Load(); n != 1 {
+		t.Fatalf("%d polls within 2 s of an answer with max-age=4, want 1", n)
+	}
+	maxAge.Store("no-cache, max-age=4")
+	waitfor.True(t, 30*time.Second, "the deferred poll", func() bool { return polls.Load() >= 2 })
+	if d := time.Since(first); d < 3*time.Second {
+		t.Fatalf("the second poll came %v after the first, want about 4 s", d)
+	}
+	waitfor.True(t, 30*time.Second, "polls every second once no-cache", func() bool { return polls.Load() >= 4 })
+}

@@ -90,7 +90,20 @@ func Explain(src *config.Source, st *domain.SourceState, now time.Time, q QueueI
 	if st.LastRunAt == nil {
 		return "first poll " + next
 	}
+	if cacheDeferred(src, st) {
+		return "next poll " + next + ", deferred by the last answer's Cache-Control or Expires (respect_cache)"
+	}
 	return "next poll " + next
+}
+
+// cacheDeferred reports whether st's next run is later than src's
+// schedule would put it after its last successful poll: what
+// respect_cache does (contract 13.6).
+func cacheDeferred(src *config.Source, st *domain.SourceState) bool {
+	if !src.RespectCache || src.Schedule == nil || st.LastOutcome != domain.OutcomeSuccess || st.NextRunAt == nil {
+		return false
+	}
+	return st.NextRunAt.After(src.Schedule.Next(*st.LastRunAt).Add(time.Second))
 }
 
 // waitingText explains a source waiting in a queue for its permits.
