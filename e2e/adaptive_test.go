@@ -141,4 +141,3 @@ sources:
 	t.Logf("best 10 s window %.1f/s of 50; after the first minute %d admitted, %d refused", best, ok, limited)
 	d.stop(10 * time.Second)
 }
-

@@ -74,4 +74,3 @@ func groupCap(s *Scheduler, host string) int {
 	}
 	return 0
 }
-
