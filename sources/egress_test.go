@@ -212,8 +212,19 @@ type plainCtx struct{ done chan struct{} }
 
 func (c plainCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (c plainCtx) Done() <-chan struct{}       { return c.done }
-func (c plainCtx) Err() error                  { return nil }
-func (c plainCtx) Value(any) any               { return nil }
+
+// Err is context.Canceled once done is closed, as the Context contract
+// asks (a derived context still waiting on it when the test closes done
+// would panic on a nil error).
+func (c plainCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+func (c plainCtx) Value(any) any { return nil }
 
 // A redirect hop leaves nothing registered with the poll's context once
 // the poll is over: the scheduler's worker context lives across polls, and
