@@ -49,7 +49,7 @@ const (
 var fuzzEnv = envMap(map[string]string{"A": fuzzSecret, "E": "", "N": "42", "D": "1s"})
 
 // topLevelKeys are the first segments of the paths that name a field.
-var topLevelKeys = []string{"store", "concurrency", "shutdown_timeout", "admin", "log", "history", "defaults", "limits", "sources", "source_files", "cluster", "notify"}
+var topLevelKeys = []string{"store", "concurrency", "shutdown_timeout", "admin", "log", "history", "defaults", "limits", "sources", "source_files", "cluster", "notify", "hosts", "maintenance"}
 
 // checkProblems checks a rejection of file: a non-empty Problems whose
 // every Problem names where it is.
@@ -118,7 +118,8 @@ func namesField(file string, p Problem) bool {
 	}
 	// An unknown (or duplicate) top-level key is named as written; the
 	// redactor may have masked a part of it.
-	return p.Msg == "unknown key" || p.Msg == "duplicate key"
+	// ("unknown key; did you mean log?" with a suggestion).
+	return strings.HasPrefix(p.Msg, "unknown key") || p.Msg == "duplicate key"
 }
 
 // checkConfig checks that an accepted Config is fully resolved and in range.
