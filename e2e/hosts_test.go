@@ -111,11 +111,25 @@ sources:
 		}
 		return nil
 	})
+	// The host state is committed within a second (pacer hosts reads the
+	// store): the CLI reads it from there, and it survives kill -9.
+	eventually(t, 10*time.Second, "the throttled host in the store", func() error {
+		var stored []hostObj
+		if err := json.Unmarshal([]byte(in.mustCLI("hosts", "-json").stdout), &stored); err != nil {
+			return err
+		}
+		states := map[string]string{}
+		for _, h := range stored {
+			states[h.Host] = h.State
+		}
+		if states[thrHost] != "throttled" || (states[dead] != "open" && states[dead] != "half-open") {
+			return errf("stored hosts %+v", stored)
+		}
+		return nil
+	})
 	checkHostsCLI(t, in, thrHost, dead)
 	checkHostsPage(t, in)
 
-	// The host state is committed within a second: it survives kill -9.
-	time.Sleep(1500 * time.Millisecond)
 	d.kill()
 	d = in.start()
 	if h := hostsByName()[thrHost]; h.State != "throttled" || h.Until == nil {
