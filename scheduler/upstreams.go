@@ -188,24 +188,10 @@ func (t hostsRoom) finishHost(j queue.Job[*entry], p *pollResult, o *policy.Outc
 	if !t.cfg.Hosts.For(h).Adaptive {
 		return t.hostEvents(evs) // its limits change only with the configuration
 	}
-	if l, ok := t.hostLimit(h); ok {
-		if t.q.Host(h) == nil {
-			t.q.SetHosts(t.hs.ctx.ctx, t.withHost(h, l), t.hs.ctx.spawn)
-		}
-		t.applyHostLimit(h)
-	}
+	// An adaptive host has had its group since configureHosts (its
+	// learned concurrency is never below 1): set its limit in place.
+	t.applyHostLimit(h)
 	return t.hostEvents(evs)
-}
-
-// withHost is the current host groups' limits with host's set to l.
-func (t hostsRoom) withHost(host string, l config.Limit) map[string]config.Limit {
-	out := map[string]config.Limit{host: l}
-	for _, name := range t.hs.hosts.Hosts() {
-		if g := t.q.Host(name); g != nil && name != host {
-			out[name] = g.Limit()
-		}
-	}
-	return out
 }
 
 // hostEvents turns the host room's events into the outbox's, those that
