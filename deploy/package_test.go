@@ -13,10 +13,6 @@ import (
 	"time"
 )
 
-// debTools are the programs the package test runs, each from Debian's dpkg
-// or systemd package; the test fails (never skips) without one.
-var debTools = []string{"dpkg-deb", "dpkg", "systemd-analyze"}
-
 // TestDebianPackage builds the package with scripts/package.sh, checks its
 // metadata and contents with dpkg-deb, installs it into a temporary root
 // with `dpkg --root --force-script-chrootless` (its maintainer scripts run,
@@ -26,7 +22,9 @@ var debTools = []string{"dpkg-deb", "dpkg", "systemd-analyze"}
 // and a purge keep /var/lib/pacer and that a reinstall and a removal keep an
 // edited config (issue 24 item 4, contract 15.5).
 func TestDebianPackage(t *testing.T) {
-	for _, tool := range debTools {
+	// The programs the test runs, each from Debian's dpkg or systemd
+	// package: the test fails (never skips) without one.
+	for _, tool := range []string{"dpkg-deb", "dpkg", "systemd-analyze"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found (%v): install Debian's dpkg and systemd (apt-get install dpkg systemd)", tool, err)
 		}

@@ -57,8 +57,6 @@ sources:
   - {name: local, type: exec, command: ["true"], schedule: "@every 5s"}
 `
 
-var dataPoints = regexp.MustCompile(`<polyline class="series" data-series="success" data-points="(\d+)"`)
-
 // The overview draws polls per second by outcome and polls in flight
 // against the cap (a line per series, a point per 10 s sample) and the
 // success share of the three hosts; a source page draws a bar per kept
@@ -82,7 +80,7 @@ func TestDashboardChartsBrowser(t *testing.T) {
 		u1.Set("/a", behavior{Hold: 40 * time.Millisecond, Body: 100 + step})
 		u2.Set("/flaky", behavior{Status: []int{502, 200}[step/2%2]})
 		code, body := d.do(http.MethodGet, "/", "", "")
-		m := dataPoints.FindSubmatch(body)
+		m := regexp.MustCompile(`<polyline class="series" data-series="success" data-points="(\d+)"`).FindSubmatch(body)
 		if code != http.StatusOK || m == nil {
 			return errf("GET /: %d, no success series", code)
 		}

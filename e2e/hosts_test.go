@@ -27,9 +27,6 @@ type hostObj struct {
 	Why                string   `json:"why"`
 }
 
-var hostKeys = []string{"host", "sources", "inflight", "state", "until", "concurrency", "rate", "learned_concurrency",
-	"learned_rate", "latency_p90_ms", "baseline_ms", "why"}
-
 // Section 13 from outside: a throttled host and a dead one, their sources
 // and a dependent blocked, the hosts API, pacer hosts and status, the
 // status page's hosts table in Chromium, a host reset, and the host state
@@ -85,7 +82,8 @@ sources:
 	if err := json.Unmarshal(body, &raw); code != http.StatusOK || err != nil || len(raw) != 2 {
 		t.Fatalf("GET /api/hosts: %d %s", code, body)
 	}
-	for _, k := range hostKeys {
+	for _, k := range []string{"host", "sources", "inflight", "state", "until", "concurrency", "rate", "learned_concurrency",
+		"learned_rate", "latency_p90_ms", "baseline_ms", "why"} {
 		if _, ok := raw[0][k]; !ok {
 			t.Errorf("the host object lacks %q: %s", k, body)
 		}
