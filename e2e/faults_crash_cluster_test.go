@@ -51,6 +51,7 @@ type crashKill struct {
 	victim string
 	owned  map[string]bool
 	runq   *runqSampler // the victim's wait for a CPU until its kill
+	pg     *pgRunq      // PostgreSQL's processes' waits for a CPU
 	// conns are the local ends of the victim's TCP connections while it
 	// was stopped (sentBy).
 	conns map[netip.AddrPort]bool
@@ -101,6 +102,11 @@ func TestFaultCrashCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	pgq, err := samplePGRunq(db)
+	if err != nil {
+		t.Fatalf("following PostgreSQL's wait for a CPU (the server must run on this machine): %v", err)
+	}
+	t.Cleanup(pgq.Stop)
 	fu := newFaultUpstream(t)
 	srcs := crashSources(fu)
 	body := crashConfig(srcs)
@@ -166,10 +172,12 @@ func TestFaultCrashCluster(t *testing.T) {
 		if err != nil {
 			t.Errorf("kill %d: the connections of %s: %v", k, m.name, err)
 		}
-		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned, runq: m.runq, conns: conns})
+		kills = append(kills, crashKill{at: time.Now(), victim: m.name, owned: owned, runq: m.runq, pg: pgq, conns: conns})
 		m.d.kill()
 		m.runq.Stop()
-		t.Logf("kill %d: %s at %s, owning %d sources", k, m.name, kills[k].at.Format("15:04:05.000"), len(owned))
+		t.Logf("kill %d: %s at %s, owning %d sources; in the second before, its threads waited %s for a CPU, PostgreSQL's most-starved process %s",
+			k, m.name, kills[k].at.Format("15:04:05.000"), len(owned), m.runq.between(kills[k].at.Add(-time.Second), kills[k].at).Round(time.Millisecond),
+			pgq.maxBetween(kills[k].at.Add(-time.Second), kills[k].at).Round(time.Millisecond))
 		m.launch(t, i, dsn, body)
 		logMu.Lock()
 		allLogs = append(allLogs, m.d.logs)
@@ -253,6 +261,24 @@ func TestFaultCrashCluster(t *testing.T) {
 	}
 }
 
+// window is how long before k a poll answered by a may have waited for
+// its commit and been lost with the victim: the commit window (rule 3.8)
+// plus what the machine took between the answer and the kill, from this
+// process (its lateness), from the victim (its threads' wait for a CPU),
+// as the single daemon's crash test allows, and from PostgreSQL (the
+// longest wait for a CPU of one of its processes, where the commit runs).
+func (k crashKill) window(a faultArrival) time.Duration {
+	w := crashCommitWindow + crashCommitSlack
+	if a.Done.IsZero() || !a.Done.Before(k.at) {
+		return w
+	}
+	w += stalls.lateBetween(a.Done, k.at)
+	if k.runq != nil {
+		w += k.runq.between(a.Done, k.at)
+	}
+	return w + k.pg.maxBetween(a.Done, k.at)
+}
+
 // crashClusterPolls checks the upstream's arrivals against the store after
 // the cluster's graceful stop: no always-succeeding source polled twice
 // within half a tick, and per http source the polls missing from the store
@@ -290,8 +316,9 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 		// The kills that may have lost one poll of s: its owner was
 		// killed with a poll of it in flight or answered within the
 		// commit window (rule 3.8) before, widened by what the machine
-		// took from this process between the answer and the kill (as the
-		// single daemon's crash test does: a starved member commits late),
+		// took from this process and from the victim between the answer
+		// and the kill (crashKill.window, as the single daemon's crash test
+		// does: a starved member commits late),
 		// or with a request of it sent before the stop that the handler
 		// here got to after the kill (sentBy: over one of its connections).
 		explained := 0
@@ -300,10 +327,7 @@ func crashClusterPolls(t *testing.T, tr *crashTracker, fu *faultUpstream, in *in
 				continue
 			}
 			for _, a := range arr {
-				window := crashCommitWindow + crashCommitSlack
-				if !a.Done.IsZero() && a.Done.Before(k.at) {
-					window += stalls.lateBetween(a.Done, k.at)
-				}
+				window := k.window(a)
 				if !a.At.After(k.at) && (a.Done.IsZero() || !a.Done.Before(k.at.Add(-window))) || k.sentBy(a) {
 					explained++
 					break

@@ -125,9 +125,9 @@ func crashUnmatched(in *inst, name string, arr []faultArrival) ([]faultArrival, 
 // crashWhy classifies an arrival on name missing from the store: a request
 // a killed member sent before it was stopped (sentBy), else by the first
 // kill at or after it of a member that owned name then: within the
-// test's window (the poll answered at most the commit window plus this
-// process's stalls before it, or in flight), beyond it (with the victim's
-// measured wait for a CPU between the answer and the kill), or none
+// test's window (the poll answered at most crashKill.window before it, or
+// in flight), beyond it (with the victim's measured wait for a CPU
+// between the answer and the kill), or none
 // within 5 s.
 func crashWhy(name string, a faultArrival, kills []crashKill) (class, detail string) {
 	for _, k := range kills {
@@ -142,7 +142,7 @@ func crashWhy(name string, a faultArrival, kills []crashKill) (class, detail str
 		if a.Done.IsZero() || !a.Done.Before(k.at) {
 			return "in flight at a kill of its owner", ""
 		}
-		window := crashCommitWindow + crashCommitSlack + stalls.lateBetween(a.Done, k.at)
+		window := k.window(a)
 		gap := k.at.Sub(a.Done)
 		if gap <= window {
 			return "answered within the window before a kill of its owner", ""
@@ -151,8 +151,9 @@ func crashWhy(name string, a faultArrival, kills []crashKill) (class, detail str
 		if k.runq != nil {
 			cpu = k.runq.between(a.Done, k.at)
 		}
-		return "answered beyond the window before a kill of its owner", fmt.Sprintf("%s: answered %s, %s killed %s later (window %s; its threads waited %s for a CPU meanwhile)",
-			name, a.Done.Format("15:04:05.000"), k.victim, gap.Round(time.Millisecond), window.Round(time.Millisecond), cpu.Round(time.Millisecond))
+		return "answered beyond the window before a kill of its owner", fmt.Sprintf("%s: answered %s, %s killed %s later (window %s; its threads waited %s for a CPU meanwhile, PostgreSQL's most-starved process %s)",
+			name, a.Done.Format("15:04:05.000"), k.victim, gap.Round(time.Millisecond), window.Round(time.Millisecond), cpu.Round(time.Millisecond),
+			k.pg.maxBetween(a.Done, k.at).Round(time.Millisecond))
 	}
 	return "no kill of its owner within 5 s", fmt.Sprintf("%s: request %s, answered %s", name, a.At.Format("15:04:05.000"), a.Done.Format("15:04:05.000"))
 }
