@@ -26,7 +26,7 @@ func (q *Queue[V]) SetLimits(ctx context.Context, limits map[string]config.Limit
 		q.groups[name] = q.startGroup(ctx, name, KindLimit, l, spawn)
 	}
 	for _, g := range old {
-		g.cancel()
+		g.retire()
 	}
 }
 
@@ -52,7 +52,7 @@ func (q *Queue[V]) SetHosts(ctx context.Context, limits map[string]config.Limit,
 		q.hosts[name] = q.startGroup(ctx, name, KindHost, l, spawn)
 	}
 	for _, g := range old {
-		g.cancel()
+		g.retire()
 	}
 }
 
@@ -76,9 +76,32 @@ func (g *Group[V]) setLimit(l config.Limit, now time.Time) {
 // under ctx, while jobs wait for it (push).
 func (q *Queue[V]) startGroup(ctx context.Context, name string, kind Kind, l config.Limit, spawn Spawn) *Group[V] {
 	g := newGroup[V](name, kind, l)
-	g.ctx, g.cancel = context.WithCancel(ctx)
-	g.spawn = spawn
+	g.parent, g.spawn = ctx, spawn
 	return g
+}
+
+// retire ends g: its admitter, running or started later, gives its
+// waiting jobs back.
+func (g *Group[V]) retire() {
+	g.mu.Lock()
+	g.retired = true
+	cancel := g.cancel
+	g.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// admitterCtx is the context of g's admitters, made at the first: ended
+// once g is retired or its parent ends. g.mu held.
+func (g *Group[V]) admitterCtx() context.Context {
+	if g.ctx == nil {
+		g.ctx, g.cancel = context.WithCancel(g.parent)
+		if g.retired {
+			g.cancel()
+		}
+	}
+	return g.ctx
 }
 
 // push queues j for g and starts g's admitter if none runs. A group that
@@ -89,9 +112,13 @@ func (q *Queue[V]) push(g *Group[V], j Job[V]) {
 	g.mu.Lock()
 	start := !g.run
 	g.run = true
+	var ctx context.Context
+	if start {
+		ctx = g.admitterCtx()
+	}
 	g.mu.Unlock()
 	if start {
-		g.spawn(g.ctx, func(ctx context.Context) { q.admit(ctx, g) })
+		g.spawn(ctx, func(ctx context.Context) { q.admit(ctx, g) })
 	}
 }
 

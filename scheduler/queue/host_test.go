@@ -127,8 +127,8 @@ func TestHostGroupMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / 2000
 	t.Logf("%.0f bytes per host group (2,000 groups, the map included)", per)
-	if per > 512 {
-		t.Errorf("%.0f bytes per host group, want <= 512 (1 KiB with the host room's ~725)", per)
+	if per > 300 {
+		t.Errorf("%.0f bytes per host group, want <= 300 (1 KiB with the host room's ~725)", per)
 	}
 	runtime.KeepAlive(q)
 }
