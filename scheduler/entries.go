@@ -18,7 +18,7 @@ func (t *table) addEntry(src *config.Source, poller sources.Poller, st domain.So
 	if poller == nil {
 		return fmt.Errorf("scheduler: source %s: no poller built", src.Name)
 	}
-	e := &entry{name: src.Name, sl: t.flush.Slot(src.Name)}
+	e := &entry{name: src.Name, sl: t.flush.Slot(src.Name), added: now.UnixNano()}
 	e.slot.Init(e)
 	changed := found && st.Fingerprint != "" && st.Fingerprint != src.Fingerprint
 	if !found {

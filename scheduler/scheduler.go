@@ -228,7 +228,8 @@ type entry struct {
 	resetPending bool        // reset while polling: applied when the poll ends
 	mark         bool        // table.reloadMark when the last reload saw it
 	savedSeq     uint64
-	localErrs    int // consecutive local errors (policy.KindLocal), the memory of policy.LocalRetry
+	localErrs    int   // consecutive local errors (policy.KindLocal), the memory of policy.LocalRetry
+	added        int64 // when this member configured it (Unix ns): the earliest tick it may owe (missedTick)
 	// flap coalesces its throttle transitions (flaplog.go); nil until its
 	// first one: at 100,000 sources the healthy majority, which never
 	// flaps, saves the window's 56 bytes each.

@@ -106,6 +106,26 @@ func everyRem(t time.Time, d, phase time.Duration) time.Duration {
 	return time.Duration(n.Mod(n, big.NewInt(int64(d))).Int64()) // Euclidean: in [0, d)
 }
 
+// LastTick is the latest activation in (from, to], false when there is
+// none: the tick a member taking a source over may have missed (a cron
+// schedule is followed from from, at most 1,000 activations: past those
+// the one reached is returned, as overdue as the last).
+func (tm Timing) LastTick(from, to time.Time) (time.Time, bool) {
+	if !to.After(from) {
+		return time.Time{}, false
+	}
+	if tm.Every > 0 {
+		last := tm.Next(to.Add(-tm.Every)) // the one activation in (to-Every, to]
+		return last, !last.After(to) && last.After(from)
+	}
+	var last time.Time
+	found := false
+	for t, n := tm.Next(from), 0; !t.After(to) && n < 1000; t, n = tm.Next(t), n+1 {
+		last, found = t, true
+	}
+	return last, found
+}
+
 // TicksBetween counts activations in (from, to], at most limit.
 func (tm Timing) TicksBetween(from, to time.Time, limit int) int {
 	n := 0

@@ -64,3 +64,41 @@ func TestPhases(t *testing.T) {
 		t.Errorf("next(%v) = %v and %v; phase %v", at, na, nb, a.Phase)
 	}
 }
+
+// LastTick is the latest activation in (from, to]: for "@every" the one
+// within a period before to, if after from; for a cron schedule the last
+// one reached from from.
+func TestLastTick(t *testing.T) {
+	every := Timing{Every: 10 * time.Second, Phase: 3 * time.Second}
+	cronEvery5 := Timing{Sched: fiveSeconds{}}
+	at := func(s int) time.Time { return time.Unix(int64(s), 0).UTC() }
+	for _, c := range []struct {
+		name     string
+		tm       Timing
+		from, to time.Time
+		want     time.Time
+		ok       bool
+	}{
+		{"every: a tick in the interval", every, at(100), at(115), at(113), true},
+		{"every: the tick at to counts", every, at(100), at(113), at(113), true},
+		{"every: the tick at from does not", every, at(113), at(120), time.Time{}, false},
+		{"every: the latest of two", every, at(100), at(125), at(123), true},
+		{"every: none yet", every, at(104), at(112), time.Time{}, false},
+		{"every: empty interval", every, at(120), at(100), time.Time{}, false},
+		{"cron: the latest", cronEvery5, at(100), at(112), at(110), true},
+		{"cron: none", cronEvery5, at(101), at(104), time.Time{}, false},
+		{"never", Timing{}, at(100), at(200), time.Time{}, false},
+	} {
+		got, ok := c.tm.LastTick(c.from, c.to)
+		if ok != c.ok || (ok && !got.Equal(c.want)) {
+			t.Errorf("%s: LastTick(%v, %v) = %v, %v; want %v, %v", c.name, c.from.Unix(), c.to.Unix(), got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// fiveSeconds is a cron-like schedule firing on every multiple of 5 s.
+type fiveSeconds struct{}
+
+func (fiveSeconds) Next(t time.Time) time.Time {
+	return t.Truncate(5 * time.Second).Add(5 * time.Second)
+}
