@@ -273,7 +273,11 @@ func scaleWindow(b *testing.B, ms []*scaleDaemon, rec *tickRecorder, probe, db *
 	scaleLog(b, "tables (%d sources): %s", s.n, db.tables(b))
 	// The window's ticks, read once the last of them had time to land.
 	time.Sleep(2 * time.Second)
-	scaleLog(b, "window ticks: %s", rec.tallySources(seq(s.n), s.every, pa.at, pz.at, nil))
+	wt := rec.tallySources(seq(s.n), s.every, pa.at, pz.at, nil)
+	scaleLog(b, "window ticks: %s", wt)
+	if wt.missed+wt.doubled > 0 {
+		b.Errorf("window: %d ticks missed, %d polled twice or more (rule 8.1)", wt.missed, wt.doubled)
+	}
 	b.ReportMetric(pgMs, "pg-cpu-ms/poll")
 	b.ReportMetric(float64(pz.wal-pa.wal)/n, "wal-B/poll")
 	b.ReportMetric(n/secs, "polls/s")
@@ -332,6 +336,9 @@ func scaleFailover(b *testing.B, ms []*scaleDaemon, rec *tickRecorder, db *sql.D
 		victim.name, len(shards), len(owned), claimed.Round(time.Millisecond), done.Round(time.Millisecond),
 		float64(done)/float64(s.lease), observe, t, all)
 	b.ReportMetric(float64(done)/float64(s.lease), "failover/lease")
+	if all.missed+all.doubled > 0 {
+		b.Errorf("after the kill: %d ticks missed, %d polled twice or more (rules 8.1, 8.3)", all.missed, all.doubled)
+	}
 }
 
 // waitClaimed waits until no shard is held by member (each has a live
