@@ -186,7 +186,9 @@ func (o *jsonObject) Iterator() traits.Iterator { return o.mapper().Iterator() }
 func (o *jsonObject) Size() ref.Val { return o.mapper().Size() }
 
 // ConvertToNative converts as a CEL map does.
-func (o *jsonObject) ConvertToNative(t reflect.Type) (any, error) { return o.value().ConvertToNative(t) }
+func (o *jsonObject) ConvertToNative(t reflect.Type) (any, error) {
+	return o.value().ConvertToNative(t)
+}
 
 // ConvertToType converts as a CEL map does.
 func (o *jsonObject) ConvertToType(t ref.Type) ref.Val {
