@@ -109,7 +109,7 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	vs := &vars{in: in, tapes: &s.tapes}
 	defer vs.release()
 	for _, x := range s.conds {
-		out, _, err := x.prg.ContextEval(ctx, vs)
+		out, _, err := x.program(vs.inputSize(x)).ContextEval(ctx, vs)
 		if err == nil {
 			b, ok := out.(types.Bool)
 			if ok && bool(b) {
@@ -124,7 +124,7 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	if s.sel == nil {
 		return Outcome{}
 	}
-	out, _, err := s.sel.prg.ContextEval(ctx, vs)
+	out, _, err := s.sel.program(vs.inputSize(s.sel)).ContextEval(ctx, vs)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("select: %s", explain(err))}
 	}

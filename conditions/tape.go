@@ -21,6 +21,10 @@ type tape struct {
 	// big indexes the keys of objects of more than bigObject members,
 	// made on their first lookup (by the object's node).
 	big map[uint32]map[string]uint32
+	// maxSize bounds the size of every value of the document, as CEL's
+	// size() counts it: the most members of an object or an array, the
+	// most bytes of a string (more than its characters).
+	maxSize int
 }
 
 // node is one value of a tape.
@@ -53,7 +57,7 @@ var errNotJSON = errors.New("not JSON")
 
 // reset makes t the tape of b, or returns errNotJSON.
 func (t *tape) reset(b []byte) error {
-	t.b, t.nodes, t.big = b, t.nodes[:0], nil
+	t.b, t.nodes, t.big, t.maxSize = b, t.nodes[:0], nil, 0
 	if len(b) >= 1<<31 {
 		return errNotJSON
 	}
@@ -138,11 +142,13 @@ func (p *parser) container(i, depth int) (int, bool) {
 	}
 	n := p.add(k, i, i)
 	j := skipSpace(b, i+1)
+	members := 0
 	if j < len(b) && b[j] == closer {
 		j++
 	} else {
 		for {
 			var ok bool
+			members++
 			if obj {
 				if j >= len(b) || b[j] != '"' {
 					return j, false
@@ -172,6 +178,7 @@ func (p *parser) container(i, depth int) (int, bool) {
 		}
 	}
 	p.t.nodes[n].end, p.t.nodes[n].next = uint32(j), uint32(len(p.t.nodes))
+	p.t.maxSize = max(p.t.maxSize, members)
 	return j, true
 }
 
@@ -186,6 +193,7 @@ func (p *parser) str(i int) (int, bool) {
 		case c == '"':
 			n := p.add(kindString, i, j+1)
 			p.t.nodes[n].plain = plain
+			p.t.maxSize = max(p.t.maxSize, j-i-1)
 			return j + 1, true
 		case c < 0x20:
 			return j, false
