@@ -280,7 +280,7 @@ func (c *Compiler) compile(key exprKey) (*compiled, *Problem) {
 	if err != nil {
 		return nil, &Problem{Msg: err.Error()}
 	}
-	x := &compiled{key: key, text: key.text, prg: prg}
+	x := &compiled{key: key, text: key.text, prg: prg, env: env, checked: checked}
 	x.scan(checked.NativeRep())
 	return x, nil
 }
@@ -338,6 +338,11 @@ type compiled struct {
 	text  string
 	prg   cel.Program
 	reads reads
+	// env and checked make fast, the program without cost tracking
+	// (costbound.go).
+	env     *cel.Env
+	checked *cel.Ast
+	fast    untracked
 	// probes are the values the expression reads that a failure message
 	// names (body.json.status, tls.not_after), in the order they appear.
 	probes []probe
@@ -351,6 +356,7 @@ const (
 	readsJSON                      // body.json or stdout.json
 	readsHeaders                   // headers
 	readsTLS                       // tls.*
+	readsText                      // body.text or stdout.text
 )
 
 // scan records what the checked expression a reads and the probes of its
@@ -360,7 +366,7 @@ func (x *compiled) scan(a *ast.AST) {
 	for _, r := range refs {
 		switch r.Name {
 		case varBodyText, varStdoutTxt:
-			x.reads |= readsBody
+			x.reads |= readsBody | readsText
 		case varBodyJSON, varStdoutJSN:
 			x.reads |= readsBody | readsJSON
 		case varHeaders:

@@ -3,12 +3,12 @@ package conditions
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/common/types"
@@ -66,6 +66,7 @@ type Set struct {
 	conds []*compiled
 	sel   *compiled
 	reads reads
+	tapes sync.Pool // of *tape: body.json's, reused by the next poll
 }
 
 // NeedsBody reports whether an expression reads the body (or stdout): the
@@ -105,9 +106,10 @@ func (s *Set) Conditions() []string {
 func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
-	vs := &vars{in: in}
+	vs := &vars{in: in, tapes: &s.tapes}
+	defer vs.release()
 	for _, x := range s.conds {
-		out, _, err := x.prg.ContextEval(ctx, vs)
+		out, _, err := x.program(vs.inputSize(x)).ContextEval(ctx, vs)
 		if err == nil {
 			b, ok := out.(types.Bool)
 			if ok && bool(b) {
@@ -122,7 +124,7 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	if s.sel == nil {
 		return Outcome{}
 	}
-	out, _, err := s.sel.prg.ContextEval(ctx, vs)
+	out, _, err := s.sel.program(vs.inputSize(s.sel)).ContextEval(ctx, vs)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("select: %s", explain(err))}
 	}
@@ -182,8 +184,10 @@ func explain(err error) string {
 type vars struct {
 	in      *Input
 	text    *string
-	json    any
+	json    ref.Val
 	jsonErr error
+	tapes   *sync.Pool // the Set's
+	tape    *tape
 	parsed  bool
 	headers map[string]string
 }
@@ -288,18 +292,39 @@ func (vs *vars) bodyText() (string, error) {
 	return *vs.text, nil
 }
 
-// bodyJSON is the body parsed as JSON, parsed on first use; what names
+// bodyJSON is the body as JSON, checked and indexed on first use (its
+// values are decoded as expressions read them, lazyjson.go); what names
 // the variable ("body", "stdout") in its error.
-func (vs *vars) bodyJSON(what string) (any, error) {
+func (vs *vars) bodyJSON(what string) (ref.Val, error) {
 	if !vs.parsed {
 		vs.parsed = true
 		b, err := vs.bodyBytes()
-		if err == nil && json.Unmarshal(b, &vs.json) != nil {
-			err = fmt.Errorf("%s is not JSON", what)
+		if err == nil {
+			vs.tape, _ = vs.tapes.Get().(*tape)
+			if vs.tape == nil {
+				vs.tape = &tape{}
+			}
+			if vs.tape.reset(b) != nil {
+				err = fmt.Errorf("%s is not JSON", what)
+			} else {
+				vs.json = jsonValue(vs.tape, 0)
+			}
 		}
 		vs.jsonErr = err
 	}
 	return vs.json, vs.jsonErr
+}
+
+// maxPooledNodes is the largest tape kept for the next poll (1 MiB).
+const maxPooledNodes = 1 << 16
+
+// release returns the tape to the Set's pool: nothing of it outlives
+// Evaluate (its Outcome holds only strings and bytes).
+func (vs *vars) release() {
+	if t := vs.tape; t != nil && cap(t.nodes) <= maxPooledNodes {
+		t.b, t.big = nil, nil
+		vs.tapes.Put(t)
+	}
 }
 
 // display writes v for a failure message: strings quoted, composite

@@ -22,6 +22,14 @@ const maxDepth = 1000
 // durations as "1.5s" and timestamps in RFC 3339, as CEL's JSON mapping
 // writes them.
 func canonicalJSON(v ref.Val) ([]byte, error) {
+	if b, ok := appendCanonical(nil, v, 0); ok {
+		return b, nil
+	}
+	return canonicalSlow(v)
+}
+
+// canonicalSlow is canonicalJSON through Go values and encoding/json.
+func canonicalSlow(v ref.Val) ([]byte, error) {
 	n, err := native(v, 0)
 	if err != nil {
 		return nil, err
