@@ -88,6 +88,22 @@ func narrowSQL(rows int, bind bindFunc) string {
 	return insertSQL(tableStates, cols, rows, bind) + " ON CONFLICT (skey, name) DO UPDATE SET " + strings.Join(sets, ", ")
 }
 
+// prepareNarrow prepares, with prep, the narrow upserts and the statement
+// of the data version, where d has one.
+func (w *writer) prepareNarrow(prep func(string) (*sql.Stmt, error), d Dialect) (err error) {
+	v := d.DataVersion()
+	if v == "" {
+		return nil
+	}
+	for k := range rowSizes {
+		if w.narrow[k], err = prep(narrowSQL(1<<k, d.Bind)); err != nil {
+			return err
+		}
+	}
+	w.version, err = prep(v)
+	return err
+}
+
 // sum computes the sum of row's columns other than the hot ones; ok is
 // false for a value of a type it does not know (the row is then written
 // whole and not remembered).

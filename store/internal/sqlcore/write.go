@@ -109,16 +109,9 @@ func prepareWriter(db *sql.DB, d Dialect) (w *writer, err error) {
 		if w.tails[k], err = prep(insertSQL(tableTail, tailColumns, 1<<k, bind) + tailUpsert); err != nil {
 			return w, err
 		}
-		if v := d.DataVersion(); v != "" {
-			if w.narrow[k], err = prep(narrowSQL(1<<k, bind)); err != nil {
-				return w, err
-			}
-		}
 	}
-	if v := d.DataVersion(); v != "" {
-		if w.version, err = prep(v); err != nil {
-			return w, err
-		}
+	if err = w.prepareNarrow(prep, d); err != nil {
+		return w, err
 	}
 	where := " WHERE skey = " + bind(1) + " AND source = " + bind(2)
 	if w.lastSeq, err = prep("SELECT last_seq FROM " + tableTail + where); err != nil {
