@@ -55,7 +55,8 @@ type knownRows struct {
 	// hot are the indexes, in stateArgs's values, of the key, the name
 	// and hotColumns, in the order of the narrow statement's columns.
 	hot []int
-	// buf holds a row's values and bytes while they are summed (mu held).
+	// args and bytes hold a row's values and their encoding while they
+	// are summed (mu held).
 	args  []any
 	bytes []byte
 }
