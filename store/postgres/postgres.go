@@ -61,6 +61,10 @@ func (dialect) BlobConcat(a, b string) string { return a + " || " + b }
 // goroutine per statement.
 func (dialect) StmtContext(ctx context.Context) context.Context { return ctx }
 
+// DataVersion is none: the members of a cluster share the tables, so the
+// state rows are always written whole (sqlcore's narrow.go).
+func (dialect) DataVersion() string { return "" }
+
 // StatesOrder: PostgreSQL's heap has no order; its primary key index
 // gives it.
 func (dialect) StatesOrder() string { return "ORDER BY skey, name" }

@@ -47,6 +47,11 @@ func (dialect) StmtContext(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
+// DataVersion is SQLite's counter of the commits of other connections:
+// while it stands still, the store's connection is the file's only writer
+// and its state rows may be written narrow (sqlcore's narrow.go).
+func (dialect) DataVersion() string { return "PRAGMA data_version" }
+
 // StatesOrder is none: SQLite reads a WITHOUT ROWID table in key order.
 func (dialect) StatesOrder() string { return "" }
 

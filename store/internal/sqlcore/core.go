@@ -30,6 +30,10 @@ type Core struct {
 	Guard Guard
 	// w holds the prepared statements of Commit.
 	w *writer
+	// known is what the commits last wrote of each state row, for the
+	// narrow upserts (narrow.go); nil where the dialect has no
+	// DataVersion.
+	known *knownRows
 	// dia answers what differs between the dialects.
 	dia Dialect
 }
@@ -69,6 +73,10 @@ type Dialect interface {
 	// StmtContext is the context the statements of the write path run
 	// under (see commitBatchChecked).
 	StmtContext(ctx context.Context) context.Context
+	// DataVersion is the statement that reads a number that changes when
+	// another connection commits (SQLite's PRAGMA data_version), or "" for
+	// none: the state rows are then always written whole (narrow.go).
+	DataVersion() string
 	// StatesOrder is the clause that gives LoadStates the table's order.
 	StatesOrder() string
 	// ClaimLock is the locking clause of ClaimEvents's inner SELECT.
@@ -105,6 +113,9 @@ func New(db *gorm.DB, sqlDB *sql.DB, d Dialect) (*Core, error) {
 		return nil, fmt.Errorf("prepare statements: %w", err)
 	}
 	s.w = w
+	if d.DataVersion() != "" {
+		s.known = newKnownRows()
+	}
 	return s, nil
 }
 

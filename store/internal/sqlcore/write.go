@@ -54,6 +54,11 @@ type bindFunc func(i int) string
 type writer struct {
 	states [rowSizes]*sql.Stmt // states[k] upserts 1<<k states
 	tails  [rowSizes]*sql.Stmt // tails[k] appends to 1<<k sources' tails
+	// narrow[k] upserts the key and hot columns of 1<<k states, and
+	// version reads whether another connection wrote (narrow.go); nil
+	// where the dialect has no DataVersion.
+	narrow  [rowSizes]*sql.Stmt
+	version *sql.Stmt
 	// lastSeq reads a source's newest Seq (no row: none saved yet).
 	lastSeq *sql.Stmt
 	// seal moves a source's tail to a block, clear empties the tail, and
@@ -105,6 +110,9 @@ func prepareWriter(db *sql.DB, d Dialect) (w *writer, err error) {
 			return w, err
 		}
 	}
+	if err = w.prepareNarrow(prep, d); err != nil {
+		return w, err
+	}
 	where := " WHERE skey = " + bind(1) + " AND source = " + bind(2)
 	if w.lastSeq, err = prep("SELECT last_seq FROM " + tableTail + where); err != nil {
 		return w, err
@@ -154,7 +162,7 @@ func insertSQL(table, columns string, rows int, bind bindFunc) string {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range slices.Concat(w.states[:], w.tails[:], []*sql.Stmt{w.lastSeq, w.seal, w.clear, w.trim, w.anyCommand}) {
+	for _, st := range slices.Concat(w.states[:], w.tails[:], w.narrow[:], []*sql.Stmt{w.version, w.lastSeq, w.seal, w.clear, w.trim, w.anyCommand}) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -280,6 +288,17 @@ type Check func(ctx context.Context, tx *sql.Tx, rows *BatchRows) error
 // timeout. PostgreSQL's driver watches the context without a goroutine per
 // statement: there ctx is passed on as it is.
 func (s *Core) commitBatchChecked(ctx context.Context, b *BatchRows, keep int, check Check) (err error) {
+	if k := s.known; k != nil {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		defer func() {
+			if err != nil {
+				k.forget()
+			} else {
+				k.remember(b.sts)
+			}
+		}()
+	}
 	live := ctx
 	ctx = s.dia.StmtContext(ctx)
 	if err := live.Err(); err != nil {
@@ -305,9 +324,7 @@ func (s *Core) commitBatchChecked(ctx context.Context, b *BatchRows, keep int, c
 	if err := insertEvents(ctx, tx, s.dia, b.events); err != nil {
 		return err
 	}
-	if err := s.w.execRows(ctx, tx, &s.w.states, len(sts), func(i int, dst []any) []any {
-		return stateArgs(&sts[i], dst)
-	}); err != nil {
+	if err := s.writeStates(ctx, tx, sts); err != nil {
 		return fmt.Errorf("upsert states: %w", err)
 	}
 	if len(records) == 0 {
@@ -375,6 +392,10 @@ type stateRow struct {
 	key     int64
 	updated int64 // micros of the commit time
 	st      *domain.SourceState
+	// sum is the sum of the row's other columns than the hot ones, if
+	// summed, and narrow whether they are those last written (narrow.go).
+	sum            rowSum
+	summed, narrow bool
 }
 
 // prepareStates returns the rows to write, one per name (the last one wins:
