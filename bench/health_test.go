@@ -77,6 +77,9 @@ func runHealth(b *testing.B, shape healthShape) {
 		bins["base"] = base
 		order = []string{"base", "current"}
 	}
+	for _, bin := range bins {
+		syncFile(b, bin)
+	}
 	res := map[string][]*healthRun{}
 	for r := range rounds {
 		for i := range order { // alternate which binary goes first
@@ -127,6 +130,20 @@ func healthRound(b *testing.B, bin, cfg, addr string, window time.Duration, poll
 		_ = os.WriteFile(filepath.Join(out, filepath.Base(filepath.Dir(cfg))+".smaps"), raw, 0o644)
 	}
 	return h
+}
+
+// syncFile writes path's dirty pages to disk: an installed binary is clean
+// in the page cache, one just linked is not, and the kernel keeps a
+// dirty one resident (see cli's trimTextRSS).
+func syncFile(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // writeHealthConfig writes a config as a user writes it: the store, the
