@@ -80,6 +80,7 @@ func cmdRun(args []string, env Env) (err error) {
 		return err
 	}
 	restoreGC()
+	trimTextRSS() // the start-up's code need not stay resident
 	return d.serve(f, env)
 }
 
