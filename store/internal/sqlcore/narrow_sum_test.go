@@ -16,7 +16,7 @@ import (
 // hot ones are the only exceptions.
 func TestSumCoversState(t *testing.T) {
 	notSummed := map[string]bool{
-		"UpdatedAt": true, // the row's updated_at is the commit's time
+		"UpdatedAt": true,                                                                                   // the row's updated_at is the commit's time
 		"NextRunAt": true, "LastRunAt": true, "LastSuccessAt": true, "PollsTotal": true, "HistorySeq": true, // hotColumns
 	}
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
