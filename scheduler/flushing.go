@@ -15,10 +15,12 @@ import (
 // whose rows a fenced commit refused to rejected (they lost their shard).
 func flushOptions(fenced flush.Committer, st Store, log *slog.Logger, clock Clock, m *metrics,
 	opts Options, keep *atomic.Int64, rejected func([]flush.Refused)) flush.Options {
+	batch := flush.MemberLoadedBatch // a cluster member: the database serves every member
 	if fenced == nil {
-		fenced = flush.Unfenced(st)
+		fenced, batch = flush.Unfenced(st), 0
 	}
 	return flush.Options{
+		LoadedBatch:   batch,
 		Committer:     fenced,
 		Logger:        log,
 		Clock:         clock,

@@ -1,6 +1,7 @@
 package flush
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 	"time"
@@ -38,9 +39,21 @@ const (
 	loadedBudget = 150 * time.Millisecond
 )
 
+// MemberLoadedBatch is loadedBatch for a cluster member (Options.LoadedBatch):
+// PostgreSQL spends ~0.8 ms of its CPU on a commit whatever its size and
+// serves every member, so a member gathers 150 ms from 8 states a commit
+// (at 67 polls a second, 100,000 sources on "@every 5m" over 5 members,
+// commits of 2-3 polls were 70 % of the server's CPU: BENCHMARKS.md, issue
+// 25 target 6). Rule 3.8 is kept as at loadedBatch: loadedBudget bounds
+// the delay with the commit, and a waiting poll or command hurries it.
+const MemberLoadedBatch = 8
+
 // pace is the adaptive delay before a commit: its length after the size of
 // the last commit, and the signal of a waiter that hurries it.
 type pace struct {
+	// batch is the commit size from which the delay grows (loadedBatch,
+	// or Options.LoadedBatch).
+	batch int
 	// delay is the current flushDelay or loadedDelay, after the size of
 	// the last commit (flush sets it; Run reads it).
 	delay atomic.Int64
@@ -50,7 +63,8 @@ type pace struct {
 }
 
 // init sets p to flushDelay, nobody hurrying.
-func (p *pace) init() {
+func (p *pace) init(batch int) {
+	p.batch = cmp.Or(batch, loadedBatch)
 	p.hurry = make(chan struct{}, 1)
 	p.delay.Store(int64(flushDelay))
 }
@@ -72,7 +86,7 @@ func (p *pace) hurryUp() {
 // loadedBudget of its oldest change: rule 3.8's 250 ms with 100 ms to
 // spare, however fast the states come.
 func (p *pace) adapt(n int, more bool, took time.Duration) {
-	if n < loadedBatch || more {
+	if n < p.batch || more {
 		p.delay.Store(int64(flushDelay))
 		return
 	}

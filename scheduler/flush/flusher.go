@@ -92,6 +92,10 @@ type Options struct {
 	// OnRejected is called with the sources a commit refused (Committer),
 	// each with the poll records dropped with its state.
 	OnRejected func(refused []Refused)
+	// LoadedBatch is the commit size from which the flusher gathers
+	// longer than flushDelay (0: loadedBatch; MemberLoadedBatch for a
+	// cluster member).
+	LoadedBatch int
 }
 
 // Refused is a source whose rows a fenced commit refused: its state, its
@@ -147,7 +151,7 @@ func New(opts Options) *Flusher {
 		health: health{changed: make(chan struct{})},
 		kick:   make(chan struct{}, 1),
 	}
-	f.pace.init()
+	f.pace.init(opts.LoadedBatch)
 	return f
 }
 

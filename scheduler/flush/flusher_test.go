@@ -338,3 +338,25 @@ func TestFlusherAdapt(t *testing.T) {
 		}
 	}
 }
+
+// A cluster member's flusher (Options.LoadedBatch = MemberLoadedBatch)
+// gathers longer from 8 states a commit, a single daemon's from 64.
+func TestFlusherMemberBatch(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		batch int
+		n     int
+		want  time.Duration
+	}{
+		{"member, 7 states", MemberLoadedBatch, 7, flushDelay},
+		{"member, 8 states", MemberLoadedBatch, 8, loadedDelay},
+		{"daemon, 8 states", 0, 8, flushDelay},
+		{"daemon, 64 states", 0, loadedBatch, loadedDelay},
+	} {
+		f := New(Options{LoadedBatch: c.batch})
+		f.pace.adapt(c.n, false, 0)
+		if got := f.pace.current(); got != c.want {
+			t.Errorf("%s: delay %v, want %v", c.name, got, c.want)
+		}
+	}
+}
