@@ -41,12 +41,14 @@ const (
 
 // MemberLoadedBatch is loadedBatch for a cluster member (Options.LoadedBatch):
 // PostgreSQL spends ~0.8 ms of its CPU on a commit whatever its size and
-// serves every member, so a member gathers 150 ms from 8 states a commit
-// (at 67 polls a second, 100,000 sources on "@every 5m" over 5 members,
-// commits of 2-3 polls were 70 % of the server's CPU: BENCHMARKS.md, issue
-// 25 target 6). Rule 3.8 is kept as at loadedBatch: loadedBudget bounds
-// the delay with the commit, and a waiting poll or command hurries it.
-const MemberLoadedBatch = 8
+// serves every member, so a member gathers 150 ms as soon as its commits
+// carry two states. At 67 polls a second (100,000 sources on "@every 5m"
+// over 5 members) a 50 ms gathering made commits of 2-3 polls, 70 % of the
+// server's CPU (BENCHMARKS.md, issue 25 target 6); a threshold of 8 was
+// never reached there. Rule 3.8 is kept as at loadedBatch: loadedBudget
+// bounds the delay with the commit, and a waiting poll or command hurries
+// it.
+const MemberLoadedBatch = 2
 
 // pace is the adaptive delay before a commit: its length after the size of
 // the last commit, and the signal of a waiter that hurries it.

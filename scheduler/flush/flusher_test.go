@@ -340,7 +340,7 @@ func TestFlusherAdapt(t *testing.T) {
 }
 
 // A cluster member's flusher (Options.LoadedBatch = MemberLoadedBatch)
-// gathers longer from 8 states a commit, a single daemon's from 64.
+// gathers longer from 2 states a commit, a single daemon's from 64.
 func TestFlusherMemberBatch(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -348,8 +348,8 @@ func TestFlusherMemberBatch(t *testing.T) {
 		n     int
 		want  time.Duration
 	}{
-		{"member, 7 states", MemberLoadedBatch, 7, flushDelay},
-		{"member, 8 states", MemberLoadedBatch, 8, loadedDelay},
+		{"member, 1 state", MemberLoadedBatch, 1, flushDelay},
+		{"member, 2 states", MemberLoadedBatch, 2, loadedDelay},
 		{"daemon, 8 states", 0, 8, flushDelay},
 		{"daemon, 64 states", 0, loadedBatch, loadedDelay},
 	} {
