@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-dev/pacer/domain"
 	"github.com/pacer-dev/pacer/internal/pgtest"
+	"github.com/pacer-dev/pacer/internal/waitfor"
 )
 
 // scaleSpec is the shape of BenchmarkClusterScale, from the environment.
@@ -114,8 +115,7 @@ func perPoll(a, z cpuPolls) float64 {
 // owning sources, together all n; it fails after limit.
 func settled(b *testing.B, addr string, want, n int, limit time.Duration) {
 	b.Helper()
-	end := time.Now().Add(limit)
-	for {
+	waitfor.NoError(b, limit, "the cluster settled", func() error {
 		var view struct {
 			Members []struct {
 				Name  string `json:"name"`
@@ -135,13 +135,10 @@ func settled(b *testing.B, addr string, want, n int, limit time.Duration) {
 			}
 		}
 		if err == nil && each == want && sum == n {
-			return
+			return nil
 		}
-		if time.Now().After(end) {
-			b.Fatalf("cluster not settled within %v: %+v (err %v)", limit, view.Members, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("members %+v (err %v)", view.Members, err)
+	})
 }
 
 // BenchmarkClusterScale is issue 25's target 6: a cluster of
@@ -345,15 +342,13 @@ func scaleFailover(b *testing.B, ms []*scaleDaemon, rec *tickRecorder, db *sql.D
 // owner) and returns how long after at.
 func waitClaimed(b *testing.B, db *sql.DB, member string, at time.Time, limit time.Duration) time.Duration {
 	b.Helper()
-	for {
+	waitfor.NoError(b, limit-time.Since(at), "the shards of "+member+" claimed by others", func() error {
 		var left int
 		err := db.QueryRow(`SELECT count(*) FROM cluster_shards WHERE owner = $1 OR owner IS NULL OR lease_until <= now()`, member).Scan(&left)
 		if err == nil && left == 0 {
-			return time.Since(at)
+			return nil
 		}
-		if time.Since(at) > limit {
-			b.Fatalf("%d shards not claimed within %v of the kill of %s (err %v)", left, limit, member, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%d shards not claimed (err %v)", left, err)
+	})
+	return time.Since(at)
 }
