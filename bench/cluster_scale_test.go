@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,24 +65,8 @@ func scaleConfig(b *testing.B, dir, store, name, addr, url string, s scaleSpec, 
 // polls sums pacer_polls_total over its outcomes at the daemon at addr.
 func polls(b *testing.B, addr string) float64 {
 	b.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var sum float64
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), "pacer_polls_total{"); ok {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum += v
-		}
-	}
-	return sum
+	v, _ := metricSum(b, addr, "pacer_polls_total{")
+	return v
 }
 
 // scaleDaemon is one started daemon of the benchmark.

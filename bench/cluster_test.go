@@ -88,6 +88,17 @@ func runMember(b *testing.B, bin, dir string, spec memberSpec) (*daemonRun, stri
 // pacer_store_commit_seconds) from the daemon at addr.
 func commits(b *testing.B, addr string) float64 {
 	b.Helper()
+	v, n := metricSum(b, addr, "pacer_store_commit_seconds_count ")
+	if n == 0 {
+		b.Fatalf("no pacer_store_commit_seconds_count in the metrics of %s", addr)
+	}
+	return v
+}
+
+// metricSum sums the values of the lines of the daemon at addr's /metrics
+// that start with prefix, and counts them.
+func metricSum(b *testing.B, addr, prefix string) (sum float64, lines int) {
+	b.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		b.Fatal(err)
@@ -96,16 +107,15 @@ func commits(b *testing.B, addr string) float64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "pacer_store_commit_seconds_count "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
+		if line, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			if err != nil {
 				b.Fatal(err)
 			}
-			return v
+			sum, lines = sum+v, lines+1
 		}
 	}
-	b.Fatalf("no pacer_store_commit_seconds_count in the metrics of %s", addr)
-	return 0
+	return sum, lines
 }
 
 // window is what one measuring window of a run saw.
