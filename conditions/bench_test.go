@@ -32,6 +32,16 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		}
 	})
+	b.Run("tape", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		var t tape
+		for range b.N {
+			if err := t.reset(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, c := range []struct {
 		name  string
 		conds []string

@@ -69,7 +69,10 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 }
 
 // appendSimpleString writes s quoted when it needs no escape.
-func appendSimpleString(b []byte, s string) ([]byte, bool) {
+func appendSimpleString(b []byte, s string) ([]byte, bool) { return appendSimple(b, s) }
+
+// appendSimple writes s (a string's bytes) quoted when it needs no escape.
+func appendSimple[T string | []byte](b []byte, s T) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return b, false

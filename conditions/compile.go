@@ -282,6 +282,9 @@ func (c *Compiler) compile(key exprKey) (*compiled, *Problem) {
 	}
 	x := &compiled{key: key, text: key.text, prg: prg, env: env, checked: checked}
 	x.scan(checked.NativeRep())
+	if key.sel {
+		x.proj = findProjection(checked.NativeRep())
+	}
 	return x, nil
 }
 
@@ -343,6 +346,9 @@ type compiled struct {
 	env     *cel.Env
 	checked *cel.Ast
 	fast    untracked
+	// proj is the select's native run when it is a projection
+	// (project.go), or nil.
+	proj *projection
 	// probes are the values the expression reads that a failure message
 	// names (body.json.status, tls.not_after), in the order they appear.
 	probes []probe

@@ -52,12 +52,18 @@ type untracked struct {
 // program returns the program to evaluate x with on an input of n bytes:
 // the untracked one when the estimate allows it, else x.prg.
 func (x *compiled) program(n uint64) cel.Program {
-	u := &x.fast
-	u.once.Do(func() { u.prg, u.limit = x.untrack() })
-	if u.prg != nil && n <= u.limit {
-		return u.prg
+	if x.bounded(n) {
+		return x.fast.prg
 	}
 	return x.prg
+}
+
+// bounded reports whether x's cost on an input of n bytes is bounded
+// within CostLimit, so that it runs without the tracker.
+func (x *compiled) bounded(n uint64) bool {
+	u := &x.fast
+	u.once.Do(func() { u.prg, u.limit = x.untrack() })
+	return u.prg != nil && n <= u.limit
 }
 
 // untrack makes the untracked program of x and the largest input size
@@ -100,11 +106,7 @@ func (vs *vars) inputSize(x *compiled) uint64 {
 		n = uint64(max(vs.in.Body.Size(), 0))
 	}
 	if x.reads&readsJSON != 0 {
-		what := "body"
-		if x.key.kind == Exec {
-			what = "stdout"
-		}
-		if _, err := vs.bodyJSON(what); err != nil {
+		if _, err := vs.bodyJSON(x.what()); err != nil {
 			return math.MaxUint64
 		}
 		n = max(n, uint64(vs.tape.maxSize))
@@ -120,4 +122,13 @@ func (vs *vars) inputSize(x *compiled) uint64 {
 		n = max(n, h)
 	}
 	return n
+}
+
+// what names the variable whose JSON x reads in an error: "body", or
+// "stdout" for an exec source.
+func (x *compiled) what() string {
+	if x.key.kind == Exec {
+		return "stdout"
+	}
+	return "body"
 }

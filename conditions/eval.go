@@ -124,7 +124,19 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	if s.sel == nil {
 		return Outcome{}
 	}
-	out, _, err := s.sel.program(vs.inputSize(s.sel)).ContextEval(ctx, vs)
+	n := vs.inputSize(s.sel)
+	if p := s.sel.proj; p != nil && ctx.Err() == nil && s.sel.bounded(n) {
+		if js, ok := p.run(vs, s.sel.what()); ok {
+			return Outcome{Selected: js}
+		}
+	}
+	return s.sel.selectCEL(ctx, vs, n)
+}
+
+// selectCEL evaluates the select x with its CEL program on an input of n
+// bytes (vars.inputSize).
+func (x *compiled) selectCEL(ctx context.Context, vs *vars, n uint64) Outcome {
+	out, _, err := x.program(n).ContextEval(ctx, vs)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("select: %s", explain(err))}
 	}

@@ -210,3 +210,6 @@ func TestCompilerReuse(t *testing.T) {
 		t.Fatalf("reads of %v wrong", s1.Conditions())
 	}
 }
+
+// Bytes is the body in memory, as sources.Capture gives it.
+func (m memBody) Bytes() ([]byte, bool) { return m.b, true }

@@ -104,3 +104,21 @@ func FuzzTape(f *testing.F) {
 		checkTape(t, doc)
 	})
 }
+
+// TestTapeWordAtATime checks the scan's eight-byte steps (strings and
+// runs of spaces) with each byte a string must not hold as it is, and
+// each kind of space, at every position of a long string or run.
+func TestTapeWordAtATime(t *testing.T) {
+	for _, c := range []string{`"`, `\`, `\n`, `\u0041`, "\x00", "\x1f", "\x7f", "\x80", "é", "\xff", " ", "~"} {
+		for pos := range 20 {
+			s := strings.Repeat("a", pos) + c + strings.Repeat("b", 20-pos)
+			checkTape(t, []byte(`{"k`+s+`":"`+s+`"}`))
+		}
+	}
+	for _, c := range []string{" ", "\t", "\n", "\r", "x", "\x00", "\xa0"} {
+		for pos := range 20 {
+			sp := strings.Repeat(" ", pos) + c + strings.Repeat(" ", 20-pos)
+			checkTape(t, []byte(sp+`[`+sp+`1`+sp+`,`+sp+`"a"`+sp+`]`+sp))
+		}
+	}
+}
