@@ -3,6 +3,7 @@ package conditions
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"slices"
 	"strconv"
 )
@@ -120,16 +121,19 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainRun returns the index after the bytes from j that a string holds
-// as they are (not '"', '\\', a control byte or a byte >= 0x80), eight at
-// a time while eight remain; the byte loop of str does the rest.
+// plainRun returns the index of the first byte from j that a string does
+// not hold as it is ('"', '\\', a control byte or a byte >= 0x80), reading
+// eight bytes at a time while eight remain, or the index where fewer
+// remain. In each word the lowest flagged byte is the first such byte
+// exactly (a borrow only flags bytes above it), so that a short string's
+// closing quote is found in one step.
 func plainRun(b []byte, j int) int {
 	for j+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[j:])
 		quote, slash := x^(ones*'"'), x^(ones*'\\')
-		special := (x - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash | x
-		if special&highs != 0 {
-			return j
+		special := ((x - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash | x) & highs
+		if special != 0 {
+			return j + bits.TrailingZeros64(special)/8
 		}
 		j += 8
 	}
@@ -248,7 +252,9 @@ func (p *parser) str(i int) (int, bool) {
 		switch {
 		case c == '"':
 			p.add(kindString, i, j+1, plain)
-			p.maxSize = max(p.maxSize, j-i-1)
+			if n := j - i - 1; n > p.maxSize {
+				p.maxSize = n
+			}
 			return j + 1, true
 		case c < 0x20:
 			return j, false
