@@ -223,7 +223,9 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 	case n > maxBody:
 		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", maxBody)
 	default:
-		res.Digest = d.hex()
+		if !p.src.Checks.Selects() { // else the select's digest is the result's (checkResult)
+			res.Digest = d.hex()
+		}
 		if c != nil {
 			res.Body, c = c, nil
 			res.ContentType = resp.Header.Get("Content-Type")
