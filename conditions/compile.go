@@ -194,6 +194,7 @@ func (c *Compiler) Compile(k Kind, conds []string, sel string) (*Set, []Problem)
 		}
 		s.conds[i] = x
 		s.reads |= x.reads
+		s.loops = s.loops || x.loops
 	}
 	if sel != "" {
 		x, p := c.expr(exprKey{kind: k, sel: true, text: sel})
@@ -201,7 +202,7 @@ func (c *Compiler) Compile(k Kind, conds []string, sel string) (*Set, []Problem)
 			p.Index = -1
 			probs = append(probs, *p)
 		} else {
-			s.sel, s.reads = x, s.reads|x.reads
+			s.sel, s.reads, s.loops = x, s.reads|x.reads, s.loops || x.loops
 		}
 	}
 	if len(probs) > 0 {
@@ -346,6 +347,10 @@ type compiled struct {
 	env     *cel.Env
 	checked *cel.Ast
 	fast    untracked
+	// loops is whether the expression has a comprehension: the only part
+	// of an evaluation that cel-go interrupts when its context is done, so
+	// that one without runs without a context (eval).
+	loops bool
 	// proj is the select's native run when it is a projection
 	// (project.go), or nil.
 	proj *projection
@@ -382,4 +387,7 @@ func (x *compiled) scan(a *ast.AST) {
 		}
 	}
 	x.probes = findProbes(a)
+	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		x.loops = x.loops || e.Kind() == ast.ComprehensionKind
+	}))
 }

@@ -66,6 +66,7 @@ type Set struct {
 	conds []*compiled
 	sel   *compiled
 	reads reads
+	loops bool      // an expression has a comprehension: Evaluate bounds its time
 	tapes sync.Pool // of *tape: body.json's, reused by the next poll
 }
 
@@ -99,17 +100,19 @@ func (s *Set) Conditions() []string {
 // that fails. The body is parsed as JSON at most once, and only when an
 // expression reads body.json.
 //
-// Each expression runs under CostLimit and, as well, is interrupted after
-// EvalTimeout (or when ctx is done): cel-go v0.31's cost tracker takes a
-// time quadratic in the iterations of a comprehension, so that a loop over
-// a large list could run for seconds before reaching the cost limit.
+// Each expression runs under CostLimit and, as well, one with a loop is
+// interrupted EvalTimeout after Evaluate began (or when ctx is done):
+// cel-go v0.31's cost tracker takes a time quadratic in the iterations of
+// a comprehension, so that a loop over a large list could run for seconds
+// before reaching the cost limit.
 func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
-	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
-	defer cancel()
 	vs := &vars{in: in, tapes: &s.tapes}
+	if s.loops {
+		vs.deadline = time.Now().Add(EvalTimeout)
+	}
 	defer vs.release()
 	for _, x := range s.conds {
-		out, _, err := x.program(vs.inputSize(x)).ContextEval(ctx, vs)
+		out, err := x.eval(ctx, vs, vs.inputSize(x))
 		if err == nil {
 			b, ok := out.(types.Bool)
 			if ok && bool(b) {
@@ -136,7 +139,7 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 // selectCEL evaluates the select x with its CEL program on an input of n
 // bytes (vars.inputSize).
 func (x *compiled) selectCEL(ctx context.Context, vs *vars, n uint64) Outcome {
-	out, _, err := x.program(n).ContextEval(ctx, vs)
+	out, err := x.eval(ctx, vs, n)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("select: %s", explain(err))}
 	}
@@ -145,6 +148,23 @@ func (x *compiled) selectCEL(ctx context.Context, vs *vars, n uint64) Outcome {
 		return Outcome{Err: fmt.Errorf("select: %w", err)}
 	}
 	return Outcome{Selected: js}
+}
+
+// eval evaluates x on vs, an input of n bytes (vars.inputSize): when x
+// loops, under ctx and the evaluation's deadline; else without a context
+// (which costs cel-go a child context, a channel and their allocations,
+// for nothing to interrupt).
+func (x *compiled) eval(ctx context.Context, vs *vars, n uint64) (ref.Val, error) {
+	prg := x.program(n)
+	if !x.loops {
+		out, _, err := prg.Eval(vs)
+		return out, err
+	}
+	if vs.ctx == nil {
+		vs.ctx, vs.cancel = context.WithDeadline(ctx, vs.deadline)
+	}
+	out, _, err := prg.ContextEval(vs.ctx, vs)
+	return out, err
 }
 
 // failure is the error of the condition x: false (err nil) or failed.
@@ -194,7 +214,12 @@ func explain(err error) string {
 // interpreter.Activation); the body and its JSON are read on first use,
 // once for all the Set's expressions.
 type vars struct {
-	in      *Input
+	in       *Input
+	deadline time.Time // of the expressions with a loop
+	// ctx is the context of those, made when the first of them runs
+	// through CEL, and cancel its end.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	text    *string
 	json    ref.Val
 	jsonErr error
@@ -333,6 +358,9 @@ const maxPooledNodes = 1 << 16
 // release returns the tape to the Set's pool: nothing of it outlives
 // Evaluate (its Outcome holds only strings and bytes).
 func (vs *vars) release() {
+	if vs.cancel != nil {
+		vs.cancel()
+	}
 	if t := vs.tape; t != nil && cap(t.nodes) <= maxPooledNodes {
 		t.b, t.big = nil, nil
 		vs.tapes.Put(t)

@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
@@ -213,3 +214,23 @@ func TestCompilerReuse(t *testing.T) {
 
 // Bytes is the body in memory, as sources.Capture gives it.
 func (m memBody) Bytes() ([]byte, bool) { return m.b, true }
+
+// TestEvaluateInterrupted checks that an expression with a loop stops
+// when its context is done (a poll's timeout), with a clear error, while
+// one without a loop, which has nothing to interrupt, still runs.
+func TestEvaluateInterrupted(t *testing.T) {
+	body := "[" + strings.Repeat("1,", 5000) + "1]"
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	s := mustSet(t, HTTP, []string{`body.json.all(x, x >= 0)`}, "")
+	if out := s.Evaluate(t.Context(), httpInput(body)); out.Err != nil {
+		t.Fatalf("Evaluate = %v, want it to hold", out.Err)
+	}
+	out := s.Evaluate(ctx, httpInput(body))
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "evaluation stopped: it ran longer than") {
+		t.Fatalf("Evaluate after the context ended = %v", out.Err)
+	}
+	if out := mustSet(t, HTTP, []string{`status == 200`}, "").Evaluate(ctx, httpInput(body)); out.Err != nil {
+		t.Fatalf("Evaluate without a loop = %v", out.Err)
+	}
+}
