@@ -33,6 +33,10 @@ type Capture struct {
 	n    int64
 	err  error // the first write error (sticky)
 	done bool  // closed
+	// lent is buf's array when it is borrowed from bufs (lentCapture),
+	// given back when the result outgrows it and on Close.
+	lent *[digestBuf]byte
+	bufs *readBuffers
 }
 
 // NewCapture returns an empty Capture spooling to dir ("" for
@@ -97,6 +101,7 @@ func (c *Capture) grow(n int) {
 	nb := make([]byte, len(c.buf), size)
 	copy(nb, c.buf)
 	c.buf = nb
+	c.giveBack()
 }
 
 // spool moves the buffer to a new spool file, unlinked at once.
@@ -117,6 +122,7 @@ func (c *Capture) spool() error {
 		return spoolError(err)
 	}
 	c.f, c.buf = f, nil
+	c.giveBack()
 	return nil
 }
 
@@ -151,6 +157,7 @@ func (c *Capture) Close() error {
 		return nil
 	}
 	c.done, c.buf = true, nil
+	c.giveBack()
 	if c.f == nil {
 		return nil
 	}

@@ -14,7 +14,30 @@ func forConditions(set *conditions.Set, resp *http.Response, res *Result) {
 	}
 }
 
-// Bytes returns the result when it is held in memory (not spooled).
+// lentCapture returns an empty Capture whose first buffer is borrowed
+// from bufs, for a result that only the conditions read: no allocation
+// for a body of up to digestBuf bytes (16 KiB), most answers. The buffer
+// goes back to bufs when the result outgrows it or on Close, so that
+// nothing may refer to the Capture's bytes after Close (Bytes, Reader):
+// the conditions' tape lets go of them when Evaluate returns.
+func lentCapture(bufs *readBuffers) *Capture {
+	c := NewCapture("")
+	c.lent, c.bufs = bufs.get(), bufs
+	c.buf = c.lent[:0]
+	return c
+}
+
+// giveBack returns a borrowed buffer to its pool, once buf no longer
+// refers to it.
+func (c *Capture) giveBack() {
+	if c.lent != nil && (cap(c.buf) == 0 || &c.buf[:1][0] != &c.lent[0]) {
+		c.bufs.put(c.lent)
+		c.lent = nil
+	}
+}
+
+// Bytes returns the result when it is held in memory (not spooled),
+// valid until Close.
 func (c *Capture) Bytes() ([]byte, bool) {
 	if c == nil || c.f != nil || c.done {
 		return nil, false

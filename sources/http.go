@@ -201,7 +201,8 @@ func (p *httpPoller) PollSince(ctx context.Context, v Validators) Result {
 // body read whole has a digest; a 200's validators come with it.
 func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Result) {
 	var lent *[digestBuf]byte
-	if bufs := buffersOf(p.client.Transport); bufs != nil {
+	bufs := buffersOf(p.client.Transport)
+	if bufs != nil {
 		lent = bufs.get()
 		defer bufs.put(lent) // d is done with it when readBody returns
 	}
@@ -209,7 +210,11 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 	maxBody := p.maxBody()
 	d.size(resp.ContentLength, maxBody+1, lent)
 	var c *Capture
-	if p.capture {
+	switch {
+	case p.capture && p.src.Deliver == nil && bufs != nil: // for the conditions only
+		c = lentCapture(bufs)
+		d.sink = c
+	case p.capture:
 		c = NewCapture("")
 		d.sink = c
 	}
