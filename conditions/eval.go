@@ -129,7 +129,7 @@ func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
 	}
 	n := vs.inputSize(s.sel)
 	if p := s.sel.proj; p != nil && ctx.Err() == nil && s.sel.bounded(n) {
-		if js, ok := p.run(vs, s.sel.what()); ok {
+		if js, ok := p.run(vs); ok {
 			return Outcome{Selected: js}
 		}
 	}

@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/google/cel-go/common/ast"
@@ -29,41 +30,20 @@ func findProbes(a *ast.AST) []probe {
 		id, sub int64 // the path's expression, and the path it extends (0: none)
 	}
 	var all []found
-	var pathOf func(e ast.Expr) (probe, int64, bool)
-	pathOf = func(e ast.Expr) (probe, int64, bool) {
-		switch e.Kind() {
-		case ast.IdentKind:
-			if r, ok := refs[e.ID()]; ok && r.Value == nil && r.Name != "" {
-				return probe{name: r.Name, root: r.Name}, 0, true
-			}
-		case ast.SelectKind:
-			s := e.AsSelect()
-			if p, _, ok := pathOf(s.Operand()); ok && !s.IsTestOnly() {
-				return p.with(types.String(s.FieldName()), "."+s.FieldName()), s.Operand().ID(), true
-			}
-		case ast.CallKind:
-			c := e.AsCall()
-			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || c.Args()[1].Kind() != ast.LiteralKind {
-				break
-			}
-			p, _, ok := pathOf(c.Args()[0])
-			switch k := c.Args()[1].AsLiteral().(type) {
-			case types.String:
-				if ok {
-					return p.with(k, "["+strconv.Quote(string(k))+"]"), c.Args()[0].ID(), true
-				}
-			case types.Int:
-				if ok {
-					return p.with(k, "["+strconv.FormatInt(int64(k), 10)+"]"), c.Args()[0].ID(), true
-				}
-			}
-		}
-		return probe{}, 0, false
-	}
 	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
-		if p, sub, ok := pathOf(e); ok {
-			all = append(all, found{p: p, id: e.ID(), sub: sub})
+		root, steps, ok := pathOf(e)
+		if !ok {
+			return
 		}
+		r, ok := refs[root.ID()]
+		if !ok || r.Value != nil || r.Name == "" {
+			return
+		}
+		p := probe{name: r.Name, root: r.Name}
+		for _, st := range steps {
+			p = p.with(st.key, st.suffix())
+		}
+		all = append(all, found{p: p, id: e.ID(), sub: operandID(e)})
 	}))
 	extended := map[int64]bool{}
 	for _, f := range all {
@@ -78,6 +58,71 @@ func findProbes(a *ast.AST) []probe {
 		}
 	}
 	return out
+}
+
+// pathStep is one step of a path: a field selection (key a types.String)
+// or a constant index (a types.String or types.Int).
+type pathStep struct {
+	key   ref.Val
+	field bool
+}
+
+// suffix is the step as a name writes it: ".f", ["k"] or [2].
+func (st pathStep) suffix() string {
+	switch k := st.key.(type) {
+	case types.String:
+		if st.field {
+			return "." + string(k)
+		}
+		return "[" + strconv.Quote(string(k)) + "]"
+	case types.Int:
+		return "[" + strconv.FormatInt(int64(k), 10) + "]"
+	}
+	return ""
+}
+
+// pathOf returns the identifier that e applies fields and constant indexes
+// to, and those steps from the identifier out; ok is false for any other
+// expression (probes and projections are such paths).
+func pathOf(e ast.Expr) (root ast.Expr, steps []pathStep, ok bool) {
+	for {
+		switch e.Kind() {
+		case ast.IdentKind:
+			slices.Reverse(steps)
+			return e, steps, true
+		case ast.SelectKind:
+			s := e.AsSelect()
+			if s.IsTestOnly() {
+				return nil, nil, false
+			}
+			steps, e = append(steps, pathStep{key: types.String(s.FieldName()), field: true}), s.Operand()
+		case ast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || c.Args()[1].Kind() != ast.LiteralKind {
+				return nil, nil, false
+			}
+			switch k := c.Args()[1].AsLiteral().(type) {
+			case types.String, types.Int:
+				steps, e = append(steps, pathStep{key: k}), c.Args()[0]
+			default:
+				return nil, nil, false
+			}
+		default:
+			return nil, nil, false
+		}
+	}
+}
+
+// operandID is the ID of the expression a path step e applies to, or 0
+// for an identifier.
+func operandID(e ast.Expr) int64 {
+	switch e.Kind() {
+	case ast.SelectKind:
+		return e.AsSelect().Operand().ID()
+	case ast.CallKind:
+		return e.AsCall().Args()[0].ID()
+	}
+	return 0
 }
 
 // with returns p extended by key, written suffix in its name.

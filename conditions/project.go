@@ -1,6 +1,8 @@
 package conditions
 
 import (
+	"strings"
+
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
@@ -69,41 +71,18 @@ func findProjection(a *ast.AST) *projection {
 	return &projection{root: root, path: path, field: field}
 }
 
-// keysFrom returns the fields and constant indexes applied to an
-// identifier that isRoot accepts, outermost last; ok is false for any
-// other expression.
-func keysFrom(e ast.Expr, isRoot func(string) bool) (keys []ref.Val, ok bool) {
-	for {
-		switch e.Kind() {
-		case ast.IdentKind:
-			if !isRoot(e.AsIdent()) {
-				return nil, false
-			}
-			for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
-				keys[i], keys[j] = keys[j], keys[i]
-			}
-			return keys, true
-		case ast.SelectKind:
-			s := e.AsSelect()
-			if s.IsTestOnly() {
-				return nil, false
-			}
-			keys, e = append(keys, types.String(s.FieldName())), s.Operand()
-		case ast.CallKind:
-			c := e.AsCall()
-			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || c.Args()[1].Kind() != ast.LiteralKind {
-				return nil, false
-			}
-			switch k := c.Args()[1].AsLiteral().(type) {
-			case types.String, types.Int:
-				keys, e = append(keys, k), c.Args()[0]
-			default:
-				return nil, false
-			}
-		default:
-			return nil, false
-		}
+// keysFrom returns the keys of the path e (pathOf) when it starts from an
+// identifier that isRoot accepts.
+func keysFrom(e ast.Expr, isRoot func(string) bool) ([]ref.Val, bool) {
+	root, steps, ok := pathOf(e)
+	if !ok || !isRoot(root.AsIdent()) {
+		return nil, false
 	}
+	keys := make([]ref.Val, len(steps))
+	for i, st := range steps {
+		keys[i] = st.key
+	}
+	return keys, true
 }
 
 func isEmptyList(e ast.Expr) bool {
@@ -120,8 +99,8 @@ func isIdent(e ast.Expr, name string) bool {
 
 // run returns the canonical JSON of the projection of vs's body, or ok
 // false when it is not the plain case (above).
-func (p *projection) run(vs *vars, what string) (_ []byte, ok bool) {
-	if _, err := vs.bodyJSON(what); err != nil {
+func (p *projection) run(vs *vars) (_ []byte, ok bool) {
+	if _, err := vs.bodyJSON(strings.TrimSuffix(p.root, ".json")); err != nil {
 		return nil, false
 	}
 	t := vs.tape

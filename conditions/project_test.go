@@ -82,7 +82,7 @@ func sameAsCEL(t testing.TB, sel, body string) (native bool) {
 	}
 	vs := &vars{in: httpInput(body), tapes: &(&Set{}).tapes}
 	defer vs.release()
-	_, native = s.sel.proj.run(vs, "body")
+	_, native = s.sel.proj.run(vs)
 	if native && want.Err != nil {
 		t.Fatalf("select %s on %q: native ran where CEL fails: %v", sel, body, want.Err)
 	}
