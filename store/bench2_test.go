@@ -90,6 +90,18 @@ const bareTrim = `DELETE FROM poll_records WHERE skey = ?1 AND source = ?2
 // signed order).
 func skeyOf(name string) int64 { return int64(domain.NameHash(name) ^ 1<<63) }
 
+// recordCodes are r's status and exit codes as the bare SQL binds them
+// (NULL when absent).
+func recordCodes(r domain.PollRecord) (code, exit any) {
+	if r.StatusCode != nil {
+		code = *r.StatusCode
+	}
+	if r.ExitCode != nil {
+		exit = *r.ExitCode
+	}
+	return code, exit
+}
+
 func nt(t *time.Time) any {
 	if t == nil {
 		return nil
@@ -125,13 +137,7 @@ func (w bareWriter) save(ctx context.Context, states []domain.SourceState, recs 
 			return err
 		}
 		for _, r := range recs {
-			var code, exit any
-			if r.StatusCode != nil {
-				code = *r.StatusCode
-			}
-			if r.ExitCode != nil {
-				exit = *r.ExitCode
-			}
+			code, exit := recordCodes(r)
 			if _, err := ins.ExecContext(ctx, skeyOf(r.Source), r.Source, r.StartedAt.UnixMicro(), r.DurationMs,
 				r.Outcome, r.Error, code, exit, r.Bytes); err != nil {
 				return err

@@ -123,13 +123,7 @@ func (w batchedWriter) save(ctx context.Context, states []domain.SourceState, re
 		}
 	}
 	for _, r := range recs {
-		var code, exit any
-		if r.StatusCode != nil {
-			code = *r.StatusCode
-		}
-		if r.ExitCode != nil {
-			exit = *r.ExitCode
-		}
+		code, exit := recordCodes(r)
 		key := skeyOf(r.Source)
 		if _, err := ins.ExecContext(ctx, key, r.Source, r.Seq, r.StartedAt.UnixMicro(), r.DurationMs,
 			r.Outcome, r.Error, code, exit, r.Bytes); err != nil {

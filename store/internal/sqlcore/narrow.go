@@ -64,7 +64,7 @@ func newKnownRows() *knownRows {
 	return &knownRows{sums: map[int64]rowSum{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
-// narrowSQL is the upsert of rows narrow rows: the key and hot columns.
+// narrowSQL is the upsert of `rows` narrow rows: their key and hot columns.
 func narrowSQL(rows int, bind bindFunc) string {
 	hot := strings.Split(hotColumns, ", ")
 	sets := make([]string, len(hot))
