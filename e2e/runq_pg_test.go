@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -21,17 +20,8 @@ import (
 // is that bound, which the cluster crash test adds to its commit window
 // (as it adds the victim's own wait, runqSampler).
 type pgRunq struct {
+	*waitSampler
 	postmaster int
-	mu         sync.Mutex
-	pts        []pgRunqPoint // in time order
-	stop       chan struct{}
-	stopped    chan struct{}
-}
-
-// pgRunqPoint is each server process's run-queue wait at one time.
-type pgRunqPoint struct {
-	at   time.Time
-	wait map[int]time.Duration
 }
 
 // samplePGRunq starts following the server of db (its postmaster found as
@@ -46,31 +36,14 @@ func samplePGRunq(db *sql.DB) (*pgRunq, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the postmaster of backend %d: %w", backend, err)
 	}
-	s := &pgRunq{postmaster: pm, stop: make(chan struct{}), stopped: make(chan struct{})}
-	go s.run()
-	return s, nil
+	return &pgRunq{postmaster: pm, waitSampler: startWaitSampler(50*time.Millisecond, func() map[int]time.Duration {
+		return children(pm)
+	})}, nil
 }
 
-func (s *pgRunq) run() {
-	defer close(s.stopped)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p := pgRunqPoint{at: time.Now(), wait: s.children()}
-		s.mu.Lock()
-		s.pts = append(s.pts, p)
-		s.mu.Unlock()
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// children is the run-queue wait of each process whose parent is the
+// children is the run-queue wait of each process whose parent is
 // postmaster.
-func (s *pgRunq) children() map[int]time.Duration {
+func children(postmaster int) map[int]time.Duration {
 	out := map[int]time.Duration{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -81,7 +54,7 @@ func (s *pgRunq) children() map[int]time.Duration {
 		if err != nil {
 			continue
 		}
-		if pp, err := parentPID(pid); err != nil || pp != s.postmaster {
+		if pp, err := parentPID(pid); err != nil || pp != postmaster {
 			continue
 		}
 		if w, ok := runDelay(pid); ok {
@@ -103,16 +76,6 @@ func parentPID(pid int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no PPid in /proc/%d/status", pid)
-}
-
-// Stop ends the sampling.
-func (s *pgRunq) Stop() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
-	<-s.stopped
 }
 
 // maxBetween is the longest wait for a CPU of any one server process from

@@ -85,39 +85,70 @@ func (m *stallMonitor) within(bound time.Duration, a, b time.Time) time.Duration
 	return bound + m.lateBetween(a, b)
 }
 
-// runqSampler follows how long the threads of a process have waited
-// for a CPU (the run_delay of /proc/PID/task/*/schedstat, summed), every
-// 20ms while it lives: the time the machine kept it from running.
-type runqSampler struct {
+// waitSampler follows how long processes have waited for a CPU: read
+// gives each one's wait (runDelay) and is called every period while the
+// sampler lives; a nil map is no sample.
+type waitSampler struct {
 	mu      sync.Mutex
-	pts     []runqPoint
+	pts     []waitPoint // in time order
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-type runqPoint struct {
+// waitPoint is the processes' waits at one time.
+type waitPoint struct {
 	at   time.Time
-	wait time.Duration
+	wait map[int]time.Duration
 }
 
-func sampleRunq(pid int) *runqSampler {
-	s := &runqSampler{stop: make(chan struct{}), stopped: make(chan struct{})}
+func startWaitSampler(period time.Duration, read func() map[int]time.Duration) *waitSampler {
+	s := &waitSampler{stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(s.stopped)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
 		for {
-			if w, ok := runDelay(pid); ok {
+			if w := read(); w != nil {
 				s.mu.Lock()
-				s.pts = append(s.pts, runqPoint{at: time.Now(), wait: w})
+				s.pts = append(s.pts, waitPoint{at: time.Now(), wait: w})
 				s.mu.Unlock()
 			}
 			select {
 			case <-s.stop:
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-tick.C:
 			}
 		}
 	}()
 	return s
+}
+
+// Stop ends the sampling (call it once the processes are dead or about to
+// be).
+func (s *waitSampler) Stop() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.stopped
+}
+
+// runqSampler follows how long the threads of a process have waited for
+// a CPU (the run_delay of /proc/PID/task/*/schedstat, summed), every 20ms
+// while it lives: the time the machine kept it from running.
+type runqSampler struct {
+	*waitSampler
+	pid int
+}
+
+func sampleRunq(pid int) *runqSampler {
+	return &runqSampler{pid: pid, waitSampler: startWaitSampler(20*time.Millisecond, func() map[int]time.Duration {
+		if w, ok := runDelay(pid); ok {
+			return map[int]time.Duration{pid: w}
+		}
+		return nil
+	})}
 }
 
 // runDelay sums the run-queue wait of every thread of pid.
@@ -141,16 +172,6 @@ func runDelay(pid int) (time.Duration, bool) {
 	return time.Duration(sum), true
 }
 
-// Stop ends the sampling (call it once the process is dead or about to be).
-func (s *runqSampler) Stop() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
-	<-s.stopped
-}
-
 // between is how much the process waited for a CPU from a to b (as far as
 // the samples tell: from the last one at or before a to the last one at or
 // before b).
@@ -161,10 +182,10 @@ func (s *runqSampler) between(a, b time.Time) time.Duration {
 	haveTo := false
 	for _, p := range s.pts {
 		if !p.at.After(a) {
-			from = p.wait
+			from = p.wait[s.pid]
 		}
 		if !p.at.After(b) {
-			to, haveTo = p.wait, true
+			to, haveTo = p.wait[s.pid], true
 		}
 	}
 	if !haveTo || to < from {
@@ -180,7 +201,7 @@ func (s *runqSampler) total() time.Duration {
 	if len(s.pts) == 0 {
 		return 0
 	}
-	return s.pts[len(s.pts)-1].wait - s.pts[0].wait
+	return s.pts[len(s.pts)-1].wait[s.pid] - s.pts[0].wait[s.pid]
 }
 
 // watchStarvation starts following how long the daemon's threads wait for a
