@@ -106,10 +106,7 @@ func (s *Set) Conditions() []string {
 // a comprehension, so that a loop over a large list could run for seconds
 // before reaching the cost limit.
 func (s *Set) Evaluate(ctx context.Context, in *Input) Outcome {
-	vs := &vars{in: in, tapes: &s.tapes}
-	if s.loops {
-		vs.deadline = time.Now().Add(EvalTimeout)
-	}
+	vs := s.vars(in)
 	defer vs.release()
 	for _, x := range s.conds {
 		out, err := x.eval(ctx, vs, vs.inputSize(x))
@@ -148,6 +145,16 @@ func (x *compiled) selectCEL(ctx context.Context, vs *vars, n uint64) Outcome {
 		return Outcome{Err: fmt.Errorf("select: %w", err)}
 	}
 	return Outcome{Selected: js}
+}
+
+// vars are the variables of one evaluation of s on in, the deadline of
+// its looping expressions EvalTimeout from now.
+func (s *Set) vars(in *Input) *vars {
+	vs := &vars{in: in, tapes: &s.tapes}
+	if s.loops {
+		vs.deadline = time.Now().Add(EvalTimeout)
+	}
+	return vs
 }
 
 // eval evaluates x on vs, an input of n bytes (vars.inputSize): when x

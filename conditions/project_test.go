@@ -62,7 +62,7 @@ func keysString(keys []ref.Val) string {
 // celSelect is select's outcome through the CEL program alone.
 func celSelect(t testing.TB, s *Set, in *Input) Outcome {
 	t.Helper()
-	vs := &vars{in: in, tapes: &(&Set{}).tapes}
+	vs := s.vars(in)
 	defer vs.release()
 	return s.sel.selectCEL(t.Context(), vs, vs.inputSize(s.sel))
 }
@@ -80,7 +80,7 @@ func sameAsCEL(t testing.TB, sel, body string) (native bool) {
 	if fmt.Sprint(got.Err) != fmt.Sprint(want.Err) || !bytes.Equal(got.Selected, want.Selected) {
 		t.Fatalf("select %s on %q:\nnative %q, %v\nCEL    %q, %v", sel, body, got.Selected, got.Err, want.Selected, want.Err)
 	}
-	vs := &vars{in: httpInput(body), tapes: &(&Set{}).tapes}
+	vs := s.vars(httpInput(body))
 	defer vs.release()
 	_, native = s.sel.proj.run(vs)
 	if native && want.Err != nil {

@@ -27,10 +27,11 @@ func lentCapture(bufs *readBuffers) *Capture {
 	return c
 }
 
-// giveBack returns a borrowed buffer to its pool, once buf no longer
-// refers to it.
+// giveBack returns a borrowed buffer to its pool; its callers call it
+// once buf no longer refers to it (grown into a new array, spooled,
+// closed).
 func (c *Capture) giveBack() {
-	if c.lent != nil && (cap(c.buf) == 0 || &c.buf[:1][0] != &c.lent[0]) {
+	if c.lent != nil {
 		c.bufs.put(c.lent)
 		c.lent = nil
 	}
