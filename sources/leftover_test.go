@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,5 +121,67 @@ func TestExecSweepSparesOtherPolls(t *testing.T) {
 func TestSubreaper(t *testing.T) {
 	if !isSubreaper() {
 		t.Fatal("BecomeSubreaper did not make the test process a subreaper")
+	}
+}
+
+// A sweep believes an empty environment only when the command line is
+// readable and a later round still reads it empty: a child caught inside
+// execve reads both empty, and was once left running as "untagged".
+func TestJudgeTag(t *testing.T) {
+	entry := []byte("PACER_POLL_ID=7")
+	tests := []struct {
+		name         string
+		env, cmdline []byte
+		blankBefore  bool
+		want         tagVerdict
+	}{
+		{"unreadable (not dumpable, gone)", nil, nil, false, untagged},
+		{"tagged", []byte("A=1\x00PACER_POLL_ID=7\x00"), nil, false, tagged},
+		{"tagged last, no trailing NUL", []byte("A=1\x00PACER_POLL_ID=7"), nil, false, tagged},
+		{"another poll's", []byte("PACER_POLL_ID=8\x00"), nil, false, untagged},
+		{"a prefix is not the tag", []byte("PACER_POLL_ID=77\x00"), nil, false, untagged},
+		{"inside execve: both empty", []byte{}, []byte{}, false, unsettled},
+		{"inside execve, seen blank before", []byte{}, []byte{}, true, unsettled},
+		{"blank, first look", []byte{}, []byte("sleep\x00"), false, unsettled},
+		{"cleared environment, second look", []byte{}, []byte("sleep\x00"), true, untagged},
+	}
+	for _, tt := range tests {
+		if got := judgeTag(tt.env, tt.cmdline, entry, tt.blankBefore); got != tt.want {
+			t.Errorf("%s: judgeTag = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// The sweeper looks at a child with a cleared environment twice, then
+// leaves it alone; a tagged child is killed at the first look.
+func TestSweeperBlankEnvironment(t *testing.T) {
+	start := func(env []string, arg string) *exec.Cmd {
+		cmd := exec.Command("sleep", arg)
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		eventually(t, 5*time.Second, "sleep "+arg+" did not start", func() bool { return len(running("sleep", arg)) == 1 })
+		return cmd
+	}
+	blank := start([]string{}, "308")
+	tag := start([]string{"PACER_POLL_ID=x1"}, "309")
+	s := &sweeper{leader: -1, entry: []byte("PACER_POLL_ID=x1"), killed: map[int]bool{}, blank: map[int]bool{}}
+	if !s.one(blank.Process.Pid) {
+		t.Error("first look at a blank environment: want another round")
+	}
+	if s.one(blank.Process.Pid) {
+		t.Error("second look at a blank environment with a command line: want it left alone")
+	}
+	if !s.one(tag.Process.Pid) || !s.killed[tag.Process.Pid] {
+		t.Error("a tagged child was not killed")
+	}
+	if err := tag.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("tagged child: Wait = %v, want killed", err)
+	}
+	if processGone(blank.Process.Pid) {
+		t.Error("the child with a cleared environment was killed")
 	}
 }

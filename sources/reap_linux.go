@@ -123,14 +123,45 @@ func children() []int {
 	return pids
 }
 
-// hasTag reports whether the environment of pid holds entry (NAME=VALUE).
-// It cannot be read for a zombie nor for a process that is not dumpable.
-func hasTag(pid int, entry []byte) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
+// tagVerdict is what a sweep makes of a live child's environment.
+type tagVerdict int
+
+const (
+	untagged  tagVerdict = iota // not this poll's: left alone
+	tagged                      // this poll's: killed
+	unsettled                   // cannot tell yet: looked at again next round
+)
+
+// judgeTag decides whether a live child whose environment read env (nil
+// when it could not be opened: not dumpable, or gone) and whose command
+// line read cmdline belongs to the poll that tagged it with entry
+// (NAME=VALUE). blankBefore says that an earlier round of the same sweep
+// already read its environment empty with its command line readable.
+//
+// An empty environment is not believed at once: between execve's switch to
+// the new program's memory and the kernel's writing of its arguments, both
+// the environment and the command line read empty (an orphan that left its
+// group with setsid(1) is caught there while setsid execs the command), and
+// so does a process that is exiting. Only a child whose command line is
+// readable and whose environment still reads empty in a later round has a
+// cleared environment (env -i): that one cannot be told apart, and escapes.
+func judgeTag(env, cmdline, entry []byte, blankBefore bool) tagVerdict {
+	switch {
+	case env == nil:
+		return untagged
+	case hasEntry(env, entry):
+		return tagged
+	case len(env) > 0:
+		return untagged
+	case len(cmdline) > 0 && blankBefore:
+		return untagged
 	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
+	return unsettled
+}
+
+// hasEntry reports whether the NUL-separated environment env holds entry.
+func hasEntry(env, entry []byte) bool {
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
 		if bytes.Equal(kv, entry) {
 			return true
 		}
@@ -138,16 +169,39 @@ func hasTag(pid int, entry []byte) bool {
 	return false
 }
 
+// readProc reads /proc/PID/name; nil when it cannot be opened or read.
+func readProc(pid int, name string) []byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + name)
+	if err != nil {
+		return nil
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b
+}
+
+// sweeper is one poll's sweep: what it has killed and what it has seen.
+type sweeper struct {
+	leader int    // the poll's process, exited, not yet reaped
+	entry  []byte // the poll's tag, NAME=VALUE
+	sid    int    // this process's session
+	killed map[int]bool
+	// blank holds the children whose environment read empty, command
+	// line readable, in an earlier round (judgeTag's blankBefore).
+	blank map[int]bool
+}
+
 // sweep kills and reaps what the poll tagged tag left behind once its
 // leader (pid leader, exited, not yet reaped) is gone: every child of this
 // subreaper whose environment holds tag is killed, zombies that cannot be
 // a poll's leader are reaped, round after round (a killed process's own
-// children are reparented here when it dies) until a round finds nothing,
-// at most for sweepBound. It returns how many processes it killed.
+// children are reparented here when it dies; a child caught in execve is
+// looked at again) until a round finds nothing, at most for sweepBound. It
+// returns how many processes it killed.
 func sweep(leader int, tag string) int {
-	entry := []byte(tag)
 	sid, _ := unix.Getsid(0)
-	killed := map[int]bool{}
+	s := &sweeper{leader: leader, entry: []byte(tag), sid: sid, killed: map[int]bool{}, blank: map[int]bool{}}
 	deadline := time.Now().Add(sweepBound)
 	pause := sweepPause
 	for time.Now().Before(deadline) {
@@ -156,7 +210,7 @@ func sweep(leader int, tag string) int {
 			if pid == leader {
 				continue
 			}
-			busy = sweepOne(pid, leader, entry, sid, killed) || busy
+			busy = s.one(pid) || busy
 		}
 		if !busy {
 			break
@@ -164,44 +218,56 @@ func sweep(leader int, tag string) int {
 		time.Sleep(pause)
 		pause = min(2*pause, sweepPauseMax)
 	}
-	return len(killed)
+	return len(s.killed)
 }
 
-// sweepOne handles one child of this process for sweep: it kills it if it
-// is tagged (or waits for it if it is in the poll's killed process group), reaps it if it is a zombie that no poll waits for (a poll's
-// leader leads its own group in this process's session, unless this sweep
-// killed it), and reports whether it did either.
-func sweepOne(pid, leader int, entry []byte, sid int, killed map[int]bool) bool {
+// one handles one child of this process for the sweep: it kills it if it
+// is tagged (or waits for it if it is in the poll's killed process group),
+// reaps it if it is a zombie that no poll waits for (a poll's leader leads
+// its own group in this process's session, unless this sweep killed it),
+// and reports whether it did either or must look at it again.
+func (s *sweeper) one(pid int) bool {
 	st := readStat(pid)
 	if !st.hasParsed {
 		return false
 	}
 	if st.state == 'Z' {
-		if st.pgid == pid && st.sid == sid && !killed[pid] {
+		if st.pgid == pid && st.sid == s.sid && !s.killed[pid] {
 			return false // maybe a live poll's leader: os/exec reaps it
 		}
 		var ws unix.WaitStatus
 		got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		return got == pid
 	}
-	if st.pgid == leader {
+	if st.pgid == s.leader {
 		// A member of the poll's own process group, which was killed
 		// as a whole: it is dying, and its environment may already be
 		// unreadable. Wait for it to become a zombie and reap it.
-		killed[pid] = true
+		s.killed[pid] = true
 	}
-	if killed[pid] {
+	if s.killed[pid] {
 		// Killed but not yet a zombie: while it exits its environment may
 		// no longer be readable. Wait for it (bounded by sweepBound) so
 		// that it is reaped, not left a zombie.
 		return true
 	}
-	if !hasTag(pid, entry) {
+	env := readProc(pid, "environ")
+	var cmdline []byte
+	if env != nil && len(env) == 0 {
+		cmdline = readProc(pid, "cmdline")
+	}
+	switch judgeTag(env, cmdline, s.entry, s.blank[pid]) {
+	case untagged:
 		return false
+	case unsettled:
+		if len(cmdline) > 0 {
+			s.blank[pid] = true
+		}
+		return true
 	}
 	// pid is an unreaped child of this process: it cannot have been reused.
 	if unix.Kill(pid, unix.SIGKILL) == nil {
-		killed[pid] = true
+		s.killed[pid] = true
 	}
 	return true
 }
