@@ -32,7 +32,7 @@ func appendCanonical(b []byte, v ref.Val, depth int) (_ []byte, ok bool) {
 	case types.Double:
 		return appendFloat(b, float64(t))
 	case types.String:
-		return appendSimpleString(b, string(t))
+		return appendSimple(b, string(t))
 	case traits.Mapper:
 		return appendMap(b, t, depth)
 	case traits.Lister:
@@ -68,9 +68,6 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 	return b, true
 }
 
-// appendSimpleString writes s quoted when it needs no escape.
-func appendSimpleString(b []byte, s string) ([]byte, bool) { return appendSimple(b, s) }
-
 // appendSimple writes s (a string's bytes) quoted when it needs no escape.
 func appendSimple[T string | []byte](b []byte, s T) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
@@ -99,7 +96,7 @@ func appendMap(b []byte, m traits.Mapper, depth int) (_ []byte, ok bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, ok = appendSimpleString(b, k); !ok {
+		if b, ok = appendSimple(b, k); !ok {
 			return b, false
 		}
 		b = append(b, ':')

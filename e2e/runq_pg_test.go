@@ -21,7 +21,6 @@ import (
 // (as it adds the victim's own wait, runqSampler).
 type pgRunq struct {
 	*waitSampler
-	postmaster int
 }
 
 // samplePGRunq starts following the server of db (its postmaster found as
@@ -36,7 +35,7 @@ func samplePGRunq(db *sql.DB) (*pgRunq, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the postmaster of backend %d: %w", backend, err)
 	}
-	return &pgRunq{postmaster: pm, waitSampler: startWaitSampler(50*time.Millisecond, func() map[int]time.Duration {
+	return &pgRunq{waitSampler: startWaitSampler(50*time.Millisecond, func() map[int]time.Duration {
 		return children(pm)
 	})}, nil
 }
