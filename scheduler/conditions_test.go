@@ -70,3 +70,21 @@ func TestCheckResult(t *testing.T) {
 		t.Fatalf("delivered %q (%s), want [1,2] as application/json", delivered, ctype)
 	}
 }
+
+// TestCheckResultExecSelect: an exec source's select replaces its digest,
+// although its stdout (with a changing timestamp) is not digested.
+func TestCheckResultExecSelect(t *testing.T) {
+	set, probs := conditions.NewCompiler(nil).Compile(conditions.Exec, []string{`exit_code == 0`}, `stdout.json.items.map(i, i.id)`)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	src := &config.Source{Name: "e", Type: "exec", Timeout: 5 * time.Second, Checks: set,
+		Command: []string{"sh", "-c", `printf '{"ts":"%s","items":[{"id":1},{"id":2}]}' "$(date +%s%N)"`}}
+	sum := sha256.Sum256([]byte(`[1,2]`))
+	for range 2 {
+		res, _, _ := call(t.Context(), src, sources.NewExec(src, nil), sources.Validators{}, nil, nil, time.Now, func(s string) string { return s })
+		if res.Err != nil || res.Digest != hex.EncodeToString(sum[:]) || res.Body != nil {
+			t.Fatalf("Err %v, Digest %q, Body %v: want the digest of [1,2] and no body", res.Err, res.Digest, res.Body)
+		}
+	}
+}

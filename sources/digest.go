@@ -25,6 +25,9 @@ type digester struct {
 	// sink, when set, receives every chunk too (the Capture of a source
 	// with deliver); an error of it ends ReadFrom as a *sinkError.
 	sink io.Writer
+	// off: no digest is wanted (a select's replaces the result's,
+	// checkResult): chunks only pass to sink, and hex is "".
+	off bool
 }
 
 // sinkError is an error of a digester's sink, not of its reader.
@@ -32,8 +35,6 @@ type sinkError struct{ err error }
 
 func (e *sinkError) Error() string { return e.err.Error() }
 func (e *sinkError) Unwrap() error { return e.err }
-
-func newDigester() *digester { return &digester{} }
 
 // size sizes the buffer of ReadFrom for a body of length bytes (-1:
 // unknown) read up to limit: no larger than the body and its EOF need, so
@@ -68,7 +69,12 @@ func (d *digester) stream() hash.Hash {
 }
 
 // Write adds b to the digest.
-func (d *digester) Write(b []byte) (int, error) { return d.stream().Write(b) }
+func (d *digester) Write(b []byte) (int, error) {
+	if d.off {
+		return len(b), nil
+	}
+	return d.stream().Write(b)
+}
 
 // ReadFrom digests r to EOF through one buffer and returns the bytes read.
 func (d *digester) ReadFrom(r io.Reader) (int64, error) {
@@ -84,7 +90,11 @@ func (d *digester) readAtMost(r io.Reader, limit int64) (int64, error) {
 	}
 	var n int64
 	for n < limit {
-		if d.n == len(d.buf) {
+		switch {
+		case d.n < len(d.buf):
+		case d.off:
+			d.n = 0 // the buffer is full: read on over it
+		default:
 			d.stream() // the buffer is full: hash it and read on
 		}
 		room := d.buf[d.n:]
@@ -110,8 +120,11 @@ func (d *digester) readAtMost(r io.Reader, limit int64) (int64, error) {
 	return n, nil
 }
 
-// hex is the digest so far, in lower-case hex.
+// hex is the digest so far, in lower-case hex ("" when off).
 func (d *digester) hex() string {
+	if d.off {
+		return ""
+	}
 	if d.h != nil {
 		return hex.EncodeToString(d.stream().Sum(nil))
 	}

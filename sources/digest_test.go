@@ -37,7 +37,7 @@ func TestDigester(t *testing.T) {
 					if lend {
 						lent = new([digestBuf]byte)
 					}
-					d := newDigester()
+					d := &digester{}
 					d.size(hint, 10<<20, lent)
 					var sink bytes.Buffer
 					d.sink = &sink
@@ -55,7 +55,7 @@ func TestDigester(t *testing.T) {
 			}
 		}
 		t.Run(fmt.Sprintf("n=%d/write", n), func(t *testing.T) {
-			d := newDigester()
+			d := &digester{}
 			for rest := body; len(rest) > 0; {
 				k := min(len(rest), 777)
 				d.Write(rest[:k])
@@ -71,7 +71,7 @@ func TestDigester(t *testing.T) {
 // TestDigesterReadError: a reader's error ends ReadFrom with it and the
 // bytes read so far.
 func TestDigesterReadError(t *testing.T) {
-	d := newDigester()
+	d := &digester{}
 	d.size(-1, 100, nil)
 	r := io.MultiReader(bytes.NewReader([]byte("abc")), iotest.ErrReader(io.ErrUnexpectedEOF))
 	if n, err := d.ReadFrom(r); n != 3 || err != io.ErrUnexpectedEOF {
@@ -84,7 +84,7 @@ func TestDigesterReadError(t *testing.T) {
 func TestDigesterLimit(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 3*digestBuf)
 	for _, limit := range []int64{0, 1, 100, digestBuf, digestBuf + 1, 3 * digestBuf, 3*digestBuf + 1} {
-		d := newDigester()
+		d := &digester{}
 		d.size(-1, limit, nil)
 		n, err := d.readAtMost(iotest.HalfReader(bytes.NewReader(body)), limit)
 		want := min(limit, int64(len(body)))
@@ -92,5 +92,24 @@ func TestDigesterLimit(t *testing.T) {
 		if err != nil || n != want || d.hex() != hex.EncodeToString(sum[:]) {
 			t.Errorf("limit %d: read %d, %v, digest %s; want %d, nil, the digest of those bytes", limit, n, err, d.hex(), want)
 		}
+	}
+}
+
+// TestDigesterOff: a digester that is off passes every byte to its sink,
+// read or written, hashes none and has no digest.
+func TestDigesterOff(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), digestBuf/2) // five buffers' worth
+	var sink bytes.Buffer
+	d := &digester{off: true, sink: &sink}
+	d.size(-1, 1<<20, nil)
+	if n, err := d.readAtMost(iotest.HalfReader(bytes.NewReader(body)), 1<<20); err != nil || n != int64(len(body)) {
+		t.Fatalf("readAtMost = %d, %v; want %d, nil", n, err, len(body))
+	}
+	d.Write([]byte("written"))
+	if !bytes.Equal(sink.Bytes(), body) {
+		t.Errorf("the sink got %d bytes, want the %d read", sink.Len(), len(body))
+	}
+	if d.h != nil || d.hex() != "" {
+		t.Errorf("hash %v, digest %q: want none", d.h, d.hex())
 	}
 }

@@ -41,6 +41,7 @@ type execPoller struct {
 	redact   func(string) string
 	errorPfx string // "exec <base of argv[0]>"
 	capture  bool   // the source has deliver: stdout is kept (Result.Body)
+	selects  bool   // the source has a select, whose digest is the result's: stdout is not digested
 }
 
 // NewExec returns the poller of the exec source src. Each poll runs
@@ -62,7 +63,8 @@ type execPoller struct {
 // open; those are not killed.
 //
 // Stdout is counted into Result.Bytes and digested as it arrives
-// (Result.Digest on success, contract 9.2), and otherwise discarded, unless
+// (Result.Digest on success, contract 9.2; not for a source with a select,
+// whose digest replaces it), and otherwise discarded, unless
 // the source has deliver: then it is kept too (Result.Body, a Capture). A poll
 // succeeds on exit status 0; otherwise Err is "exec NAME: exit status N:
 // LINE", LINE being the last non-empty line of stderr (or else of stdout).
@@ -73,6 +75,7 @@ func NewExec(src *config.Source, redact func(string) string) Poller {
 		timeout: src.Timeout,
 		redact:  orIdentity(redact),
 		capture: src.Deliver != nil || src.Checks.NeedsBody(),
+		selects: src.Checks.Selects(),
 	}
 	name := ""
 	if len(src.Command) > 0 {
@@ -99,7 +102,7 @@ func (p *execPoller) Poll(ctx context.Context) Result {
 		res.Err = newPollError(p.redact, nil, p.errorPfx, "empty command")
 		return res
 	}
-	stdout := &tailBuffer{max: tailSize, sum: newDigester()}
+	stdout := &tailBuffer{max: tailSize, sum: &digester{off: p.selects}}
 	if p.capture {
 		stdout.keep = NewCapture("")
 		defer func() { stdout.keep.Close() }() // nil once handed over

@@ -206,7 +206,7 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 		lent = bufs.get()
 		defer bufs.put(lent) // d is done with it when readBody returns
 	}
-	d := newDigester()
+	d := &digester{off: p.src.Checks.Selects()} // the select's digest is the result's (checkResult)
 	maxBody := p.maxBody()
 	d.size(resp.ContentLength, maxBody+1, lent)
 	var c *Capture
@@ -228,9 +228,7 @@ func (p *httpPoller) readBody(ctx context.Context, resp *http.Response, res *Res
 	case n > maxBody:
 		res.Err = p.errorf(nil, "response body exceeds max_body (%d bytes)", maxBody)
 	default:
-		if !p.src.Checks.Selects() { // else the select's digest is the result's (checkResult)
-			res.Digest = d.hex()
-		}
+		res.Digest = d.hex()
 		if c != nil {
 			res.Body, c = c, nil
 			res.ContentType = resp.Header.Get("Content-Type")
