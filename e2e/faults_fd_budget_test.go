@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -13,11 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The descriptor budget of section 7 (4 descriptors per poll in flight +
@@ -130,70 +126,6 @@ func budgetCheckSources(t *testing.T, d *daemon, in *inst, n int) int64 {
 	return polls
 }
 
-// budgetConns is an upstream's count of the connections the daemon holds
-// open, and their peak. The peak can only grow when a connection is
-// accepted: then it counts the tracked connections that the kernel still
-// has established. The server's own view (a connection open until its
-// goroutine reads the EOF) lags behind the daemon's closes by as long as
-// the test process waits for a CPU: beside a CPU hog it once counted 115
-// where the daemon held 96 sockets. A socket whose peer has closed is in
-// CLOSE_WAIT from the moment the daemon's close reaches it, on loopback at
-// once.
-type budgetConns struct {
-	mu   sync.Mutex
-	open map[net.Conn]bool
-	peak int
-}
-
-func (c *budgetConns) track(conn net.Conn, st http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch st {
-	case http.StateNew:
-		if c.open == nil {
-			c.open = map[net.Conn]bool{}
-		}
-		c.open[conn] = true
-		n := 0
-		for o := range c.open {
-			if established(o) {
-				n++
-			}
-		}
-		c.peak = max(c.peak, n)
-	case http.StateClosed, http.StateHijacked:
-		delete(c.open, conn)
-	}
-}
-
-// peakOpen is the peak of track's counts.
-func (c *budgetConns) peakOpen() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.peak
-}
-
-// established reports whether the kernel has conn's TCP connection
-// established: its peer has not closed it (or it is not TCP, or its state
-// cannot be read, which counts it as open).
-func established(conn net.Conn) bool {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return true
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	state := uint8(unix.BPF_TCP_ESTABLISHED)
-	_ = raw.Control(func(fd uintptr) {
-		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			state = info.State
-		}
-	})
-	return state == unix.BPF_TCP_ESTABLISHED
-}
-
 // Issue 20 item 11: one connection pool per client setting used to hold
 // up to a full cap of idle connections each, so that 8 settings held 8
 // caps' worth: 242 sockets and all 256 descriptors, EMFILE on connects and
@@ -209,7 +141,7 @@ func TestFaultDescriptorLimitClientPools(t *testing.T) {
 		perGroup = 100
 		answerIn = 600 * time.Millisecond
 	)
-	var conns budgetConns
+	var conns connCount
 	var served atomic.Int64
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tm := time.NewTimer(answerIn)
